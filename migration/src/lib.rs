@@ -1,0 +1,21 @@
+//! Schema migrations for Trellis.
+//!
+//! Migrations are numbered by date and applied in order at start-up (and by
+//! `trellis migrate`), so an empty SQLite file or PostgreSQL database
+//! bootstraps itself. Every migration opens with a comment saying why it
+//! exists; the code says what it does. They must run on SQLite and on
+//! PostgreSQL alike: use the schema builder, and branch on the backend only
+//! where a backend-specific feature (FTS5, `tsvector`) is the point.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261130_000001_users_and_sessions;
+
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m20261130_000001_users_and_sessions::Migration)]
+    }
+}

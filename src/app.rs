@@ -1,0 +1,274 @@
+//! Application state, the router and the server's life cycle.
+
+use std::{
+    net::SocketAddr,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use anyhow::Context;
+use axum::{
+    Json, Router,
+    extract::{DefaultBodyLimit, MatchedPath, Request},
+    http::{HeaderValue, Method, StatusCode, header},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use metrics_exporter_prometheus::PrometheusHandle;
+use sea_orm::DatabaseConnection;
+use secrecy::ExposeSecret;
+use serde_json::json;
+use tokio::{net::TcpListener, sync::watch};
+use tower_http::{
+    catch_panic::CatchPanicLayer,
+    compression::CompressionLayer,
+    cors::{AllowOrigin, CorsLayer},
+    sensitive_headers::SetSensitiveRequestHeadersLayer,
+    timeout::TimeoutLayer,
+    trace::TraceLayer,
+};
+
+use crate::{
+    auth::service::AuthService,
+    config::Config,
+    db,
+    graphql::{self, Limits, TrellisSchema},
+    http::{client::RequestMeta, ops},
+    telemetry,
+};
+
+/// The services resolvers and handlers call; cheap to clone.
+#[derive(Clone)]
+pub struct Services {
+    pub config: Arc<Config>,
+    pub db: DatabaseConnection,
+    pub auth: Arc<AuthService>,
+    pub redis: Option<redis::aio::ConnectionManager>,
+}
+
+#[derive(Clone)]
+pub struct AppState {
+    pub services: Services,
+    pub schema: TrellisSchema,
+    pub metrics: PrometheusHandle,
+}
+
+impl AppState {
+    /// Connects to the stores, applies migrations, creates the first admin.
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let config = Arc::new(config);
+        let db = db::connect(&config).await?;
+        let auth = Arc::new(AuthService::new(db.clone(), &config).await?);
+        if let (Some(user), Some(password)) = (&config.admin_user, &config.admin_password) {
+            auth.ensure_admin(user, password.clone()).await?;
+        }
+        let redis = match &config.redis_url {
+            Some(url) => {
+                let client = redis::Client::open(url.expose_secret())
+                    .context("REDIS_URL is not a valid Redis URL")?;
+                Some(
+                    redis::aio::ConnectionManager::new(client)
+                        .await
+                        .context("connecting to Redis (REDIS_URL)")?,
+                )
+            }
+            None => None,
+        };
+        let services = Services {
+            config: config.clone(),
+            db,
+            auth,
+            redis,
+        };
+        let schema = graphql::schema_builder(Limits {
+            max_depth: config.graphql_max_depth,
+            max_complexity: config.graphql_max_complexity,
+            max_aliases: config.graphql_max_aliases,
+        })
+        .data(services.clone())
+        .finish();
+        Ok(AppState {
+            services,
+            schema,
+            metrics: telemetry::metrics_handle()?,
+        })
+    }
+
+    /// Whether a browser page from `meta.origin` may act with the user's cookie.
+    pub fn origin_allowed(&self, meta: &RequestMeta) -> bool {
+        let Some(origin) = &meta.origin else {
+            // Not a browser: there is no page that could be forging the request.
+            return true;
+        };
+        let same_origin = meta.host.as_ref().is_some_and(|host| {
+            origin == &format!("http://{host}") || origin == &format!("https://{host}")
+        });
+        same_origin
+            || self
+                .services
+                .config
+                .cors_allowed_origins
+                .iter()
+                .any(|allowed| allowed == origin)
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    let config = state.services.config.clone();
+    Router::new()
+        .route(
+            "/graphql",
+            get(graphql::http::graphiql).post(graphql::http::graphql_post),
+        )
+        .route("/graphql/ws", get(graphql::http::graphql_ws))
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(config.max_body_bytes))
+        .layer(middleware::from_fn(track_http))
+        .layer(cors(&config))
+        .layer(CompressionLayer::new())
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_secs(config.request_timeout),
+        ))
+        .layer(TraceLayer::new_for_http())
+        .layer(SetSensitiveRequestHeadersLayer::new([
+            header::AUTHORIZATION,
+            header::COOKIE,
+        ]))
+        .layer(CatchPanicLayer::custom(|_| {
+            tracing::error!("a request handler panicked");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Json(json!({ "errors": [{ "message": "internal error", "extensions": { "code": "INTERNAL" } }] })),
+            )
+                .into_response()
+        }))
+        .with_state(state)
+}
+
+fn cors(config: &Config) -> CorsLayer {
+    let origins = &config.cors_allowed_origins;
+    let base = CorsLayer::new()
+        .allow_methods([Method::GET, Method::POST])
+        .allow_headers([
+            header::CONTENT_TYPE,
+            header::AUTHORIZATION,
+            header::HeaderName::from_static("idempotency-key"),
+        ])
+        .max_age(Duration::from_secs(600));
+    if origins.iter().any(|origin| origin == "*") {
+        // Any origin, but never with the user's cookie.
+        base.allow_origin(AllowOrigin::any())
+    } else {
+        let list: Vec<HeaderValue> = origins
+            .iter()
+            .filter_map(|origin| HeaderValue::from_str(origin).ok())
+            .collect();
+        base.allow_origin(AllowOrigin::list(list))
+            .allow_credentials(true)
+    }
+}
+
+async fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        Json(json!({ "errors": [{ "message": "no such route", "extensions": { "code": "NOT_FOUND" } }] })),
+    )
+        .into_response()
+}
+
+/// Request count and latency per route, labelled by the route template (not
+/// the raw path) so the label set stays bounded.
+async fn track_http(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().to_string();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|path| path.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    metrics::counter!("trellis_http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status)
+        .increment(1);
+    metrics::histogram!("trellis_http_request_duration_seconds", "method" => method, "route" => route)
+        .record(started.elapsed().as_secs_f64());
+    response
+}
+
+/// Runs the HTTP server until SIGTERM/SIGINT, then stops accepting, lets
+/// in-flight requests finish for up to `TRELLIS_SHUTDOWN_GRACE` seconds and
+/// closes the database pool.
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    let listen = config.listen;
+    let grace = Duration::from_secs(config.shutdown_grace);
+    let state = AppState::build(config).await?;
+    let db = state.services.db.clone();
+    let listener = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("binding {listen} (TRELLIS_LISTEN)"))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(addr = %addr, "listening");
+
+    let (stop_tx, mut stop_rx) = watch::channel(false);
+    let server = axum::serve(
+        listener,
+        router(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        let _ = stop_rx.wait_for(|stop| *stop).await;
+    });
+    let mut server = tokio::spawn(server.into_future());
+
+    tokio::select! {
+        result = &mut server => {
+            result??;
+            return Ok(());
+        }
+        signal = shutdown_signal() => tracing::info!(signal, "shutting down"),
+    }
+    let _ = stop_tx.send(true);
+    match tokio::time::timeout(grace, &mut server).await {
+        Ok(result) => result??,
+        Err(_) => {
+            tracing::warn!(
+                grace_secs = grace.as_secs(),
+                "grace period over; closing remaining connections"
+            );
+            server.abort();
+        }
+    }
+    db.close().await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() -> &'static str {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+        "SIGINT"
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut stream) => {
+                stream.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+        "SIGTERM"
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<&'static str>();
+    tokio::select! {
+        name = ctrl_c => name,
+        name = terminate => name,
+    }
+}

@@ -1,0 +1,229 @@
+//! GraphQL surface of accounts and sessions.
+
+use async_graphql::{Context, Enum, ID, InputObject, Object, SimpleObject};
+use axum::http::header::SET_COOKIE;
+use chrono::{DateTime, Utc};
+use entity::user;
+use sea_orm::EntityTrait;
+use secrecy::SecretString;
+
+use super::{Role as DbRole, cookie};
+use crate::{
+    error::AppError,
+    graphql::{
+        context::ContextExt,
+        pagination::{KeyValue, Keyset, KeysetConnection, PageRequest, paginate},
+    },
+};
+
+/// What an account may do.
+#[derive(Enum, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Manages users and instance-wide configuration.
+    Admin,
+    /// Uses the instance.
+    Member,
+}
+
+impl From<DbRole> for Role {
+    fn from(role: DbRole) -> Self {
+        match role {
+            DbRole::Admin => Role::Admin,
+            DbRole::Member => Role::Member,
+        }
+    }
+}
+
+impl From<Role> for DbRole {
+    fn from(role: Role) -> Self {
+        match role {
+            Role::Admin => DbRole::Admin,
+            Role::Member => DbRole::Member,
+        }
+    }
+}
+
+/// An account.
+#[derive(SimpleObject, Clone, Debug)]
+pub struct User {
+    pub id: ID,
+    /// Lower-case login name.
+    pub username: String,
+    pub role: Role,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<user::Model> for User {
+    fn from(model: user::Model) -> Self {
+        User {
+            id: ID(model.id.to_string()),
+            username: model.username,
+            role: model.role.into(),
+            created_at: model.created_at,
+        }
+    }
+}
+
+/// Tokens for API clients. Browsers also get an HttpOnly session cookie.
+#[derive(SimpleObject, Debug)]
+pub struct AuthPayload {
+    /// Short-lived JWT for `Authorization: Bearer …` or a WebSocket `connection_init`.
+    pub access_token: String,
+    /// Single-use token for `refreshToken`; presenting it twice revokes the session.
+    pub refresh_token: String,
+    /// When `accessToken` expires.
+    pub expires_at: DateTime<Utc>,
+    pub user: User,
+}
+
+/// A new account.
+#[derive(InputObject, Debug)]
+pub struct CreateUserInput {
+    pub username: String,
+    #[graphql(secret)]
+    pub password: String,
+    #[graphql(default_with = "Role::Member")]
+    pub role: Role,
+}
+
+#[derive(Default)]
+pub struct AuthQuery;
+
+#[Object]
+impl AuthQuery {
+    /// The signed-in user, or null when anonymous.
+    async fn me(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<User>> {
+        let Some(viewer) = ctx.viewer_opt() else {
+            return Ok(None);
+        };
+        let services = ctx.services()?;
+        Ok(user::Entity::find_by_id(viewer.user_id)
+            .one(&services.db)
+            .await
+            .map_err(AppError::from)?
+            .map(User::from))
+    }
+
+    /// All accounts, by username. Admins only.
+    async fn users(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<KeysetConnection<User>> {
+        ctx.admin()?;
+        let services = ctx.services()?;
+        Ok(paginate(
+            &services.db,
+            user::Entity::find(),
+            Keyset::ascending(vec![user::Column::Username]),
+            PageRequest::new(first, after)?,
+            |u| vec![KeyValue::Text(u.username.clone())],
+            User::from,
+        )
+        .await?)
+    }
+}
+
+#[derive(Default)]
+pub struct AuthMutation;
+
+#[Object]
+impl AuthMutation {
+    /// Signs in. Returns tokens and sets the HttpOnly session cookie.
+    /// Failed attempts are limited per client address and per username
+    /// (`RATE_LIMITED` with `retryAfter`).
+    async fn login(
+        &self,
+        ctx: &Context<'_>,
+        username: String,
+        #[graphql(secret)] password: String,
+    ) -> async_graphql::Result<AuthPayload> {
+        let services = ctx.services()?;
+        let meta = ctx.request_meta()?;
+        let issued = services.auth.login(&username, &password, meta).await?;
+        if let Some(secret) = &issued.session_secret {
+            let secure = cookie::secure_for(services.config.cookie_secure, meta);
+            ctx.append_http_header(
+                SET_COOKIE,
+                cookie::set_session(secret, services.auth.session_ttl(), secure),
+            );
+        }
+        Ok(AuthPayload {
+            access_token: issued.access_token,
+            refresh_token: issued.refresh_token,
+            expires_at: issued.access_expires_at,
+            user: issued.user.into(),
+        })
+    }
+
+    /// Exchanges a refresh token for a new access token and a new refresh
+    /// token. Each refresh token works once; reusing one revokes its session.
+    async fn refresh_token(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(secret)] token: String,
+    ) -> async_graphql::Result<AuthPayload> {
+        let services = ctx.services()?;
+        let issued = services.auth.refresh(&token).await?;
+        Ok(AuthPayload {
+            access_token: issued.access_token,
+            refresh_token: issued.refresh_token,
+            expires_at: issued.access_expires_at,
+            user: issued.user.into(),
+        })
+    }
+
+    /// Ends the current session (cookie, refresh tokens and access tokens)
+    /// and clears the cookie. False when there was no session.
+    async fn logout(&self, ctx: &Context<'_>) -> async_graphql::Result<bool> {
+        let services = ctx.services()?;
+        let meta = ctx.request_meta()?;
+        let secure = cookie::secure_for(services.config.cookie_secure, meta);
+        ctx.append_http_header(SET_COOKIE, cookie::clear_session(secure));
+        let Some(viewer) = ctx.viewer_opt() else {
+            return Ok(false);
+        };
+        services.auth.logout(viewer).await?;
+        Ok(true)
+    }
+
+    /// Creates an account. Admins only.
+    async fn create_user(
+        &self,
+        ctx: &Context<'_>,
+        input: CreateUserInput,
+    ) -> async_graphql::Result<User> {
+        ctx.admin()?;
+        let services = ctx.services()?;
+        let user = services
+            .auth
+            .create_user(
+                &input.username,
+                SecretString::from(input.password),
+                input.role.into(),
+            )
+            .await?;
+        Ok(user.into())
+    }
+
+    /// Changes the caller's password and signs out their other sessions.
+    async fn change_password(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(secret)] current_password: String,
+        #[graphql(secret)] new_password: String,
+    ) -> async_graphql::Result<bool> {
+        let viewer = ctx.viewer()?;
+        let services = ctx.services()?;
+        services
+            .auth
+            .change_password(
+                viewer,
+                SecretString::from(current_password),
+                SecretString::from(new_password),
+            )
+            .await?;
+        Ok(true)
+    }
+}

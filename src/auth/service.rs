@@ -1,0 +1,448 @@
+//! The authentication service: every state change of users and sessions.
+
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use entity::{refresh_token, session, user};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
+    Set, SqlErr, TransactionTrait,
+    sea_query::{Expr, OnConflict},
+};
+use secrecy::{ExposeSecret, SecretString};
+use uuid::Uuid;
+
+use super::{
+    Role, Viewer, normalize_username, password,
+    ratelimit::{LimitKey, LoginLimiter, LoginPolicy},
+    tokens::{AccessTokenError, AccessTokenKeys, random_token, token_hash},
+};
+use crate::{
+    config::Config,
+    error::{AppError, AppResult},
+    http::client::RequestMeta,
+};
+
+const JWT_SECRET_NAME: &str = "jwt_signing_key";
+
+/// What a successful login or refresh hands back.
+#[derive(Debug)]
+pub struct IssuedTokens {
+    pub user: user::Model,
+    pub access_token: String,
+    pub access_expires_at: DateTime<Utc>,
+    pub refresh_token: String,
+    /// The session-cookie secret; only a login issues one.
+    pub session_secret: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct AuthService {
+    db: DatabaseConnection,
+    keys: AccessTokenKeys,
+    limiter: LoginLimiter,
+    access_ttl: chrono::Duration,
+    session_ttl: chrono::Duration,
+}
+
+impl AuthService {
+    /// Builds the service, loading (or creating once) the signing key.
+    pub async fn new(db: DatabaseConnection, config: &Config) -> anyhow::Result<Self> {
+        let secret = match &config.jwt_secret {
+            Some(secret) => secret.expose_secret().as_bytes().to_vec(),
+            None => instance_secret(&db, JWT_SECRET_NAME).await?.into_bytes(),
+        };
+        Ok(AuthService {
+            db,
+            keys: AccessTokenKeys::new(&secret)?,
+            limiter: LoginLimiter::new(LoginPolicy {
+                max_attempts: config.login_max_attempts,
+                window: std::time::Duration::from_secs(config.login_window),
+                block: std::time::Duration::from_secs(config.login_block),
+            }),
+            access_ttl: chrono::Duration::from_std(config.access_token_ttl())?,
+            session_ttl: chrono::Duration::from_std(config.session_ttl())?,
+        })
+    }
+
+    pub fn session_ttl(&self) -> std::time::Duration {
+        self.session_ttl.to_std().unwrap_or_default()
+    }
+
+    /// Checks a username and password and opens a session.
+    ///
+    /// Blocked callers are refused before any password work; unknown users
+    /// cost the same argon2 verification as known ones.
+    pub async fn login(
+        &self,
+        username: &str,
+        password: &str,
+        meta: &RequestMeta,
+    ) -> AppResult<IssuedTokens> {
+        let key_name = username.trim().to_lowercase();
+        let keys = [
+            LimitKey::Ip(meta.client_ip),
+            LimitKey::Username(key_name.clone()),
+        ];
+        if let Some(wait) = self.limiter.retry_after(&keys, Instant::now()) {
+            metrics::counter!("trellis_login_attempts_total", "outcome" => "rate_limited")
+                .increment(1);
+            return Err(AppError::RateLimited {
+                retry_after: wait.as_secs_f64().ceil() as u64,
+            });
+        }
+
+        let user = match normalize_username("username", username) {
+            Ok(name) => {
+                user::Entity::find()
+                    .filter(user::Column::Username.eq(name))
+                    .one(&self.db)
+                    .await?
+            }
+            Err(_) => None,
+        };
+        let stored_hash = user
+            .as_ref()
+            .map(|u| u.password_hash.clone())
+            .unwrap_or_else(|| password::decoy_hash().to_owned());
+        let candidate = password.to_owned();
+        let matches =
+            tokio::task::spawn_blocking(move || password::verify(&candidate, &stored_hash))
+                .await
+                .map_err(AppError::internal)?;
+
+        let Some(user) = user.filter(|_| matches) else {
+            self.limiter.record_failure(&keys, Instant::now());
+            metrics::counter!("trellis_login_attempts_total", "outcome" => "failure").increment(1);
+            tracing::info!(client_ip = %meta.client_ip, "login failed");
+            return Err(AppError::Unauthenticated("invalid username or password"));
+        };
+        self.limiter.record_success(&key_name);
+        metrics::counter!("trellis_login_attempts_total", "outcome" => "success").increment(1);
+
+        let now = Utc::now();
+        let session_secret = random_token("trs");
+        let refresh = random_token("trt");
+        let session_id = Uuid::now_v7();
+        let txn = self.db.begin().await?;
+        session::ActiveModel {
+            id: Set(session_id),
+            user_id: Set(user.id),
+            secret_hash: Set(token_hash(&session_secret)),
+            created_at: Set(now),
+            last_used_at: Set(now),
+            expires_at: Set(now + self.session_ttl),
+            revoked_at: Set(None),
+            revoked_reason: Set(None),
+            user_agent: Set(meta.user_agent.clone()),
+            client_ip: Set(Some(meta.client_ip.to_string())),
+        }
+        .insert(&txn)
+        .await?;
+        self.insert_refresh_token(&txn, session_id, &refresh, now)
+            .await?;
+        txn.commit().await?;
+        tracing::info!(user_id = %user.id, session_id = %session_id, "login succeeded");
+
+        self.issue(user, session_id, refresh, Some(session_secret), now)
+    }
+
+    /// Rotates a refresh token: the presented token is spent and a new one
+    /// issued. Presenting an already-spent token revokes the whole session.
+    pub async fn refresh(&self, presented: &str) -> AppResult<IssuedTokens> {
+        const INVALID: AppError = AppError::Unauthenticated("invalid or expired refresh token");
+        let now = Utc::now();
+        let Some((token, Some(session))) = refresh_token::Entity::find()
+            .filter(refresh_token::Column::TokenHash.eq(token_hash(presented)))
+            .find_also_related(session::Entity)
+            .one(&self.db)
+            .await?
+        else {
+            return Err(INVALID);
+        };
+        if session.revoked_at.is_some() || session.expires_at <= now {
+            return Err(INVALID);
+        }
+        if token.used_at.is_some() {
+            self.revoke_for_reuse(session.id).await?;
+            return Err(AppError::Unauthenticated(
+                "refresh token was already used; the session has been revoked",
+            ));
+        }
+        if token.expires_at <= now {
+            return Err(INVALID);
+        }
+
+        let txn = self.db.begin().await?;
+        // Spend the token only if nobody else has: a concurrent refresh with
+        // the same token is reuse too.
+        let spent = refresh_token::Entity::update_many()
+            .col_expr(refresh_token::Column::UsedAt, Expr::value(now))
+            .filter(refresh_token::Column::Id.eq(token.id))
+            .filter(refresh_token::Column::UsedAt.is_null())
+            .exec(&txn)
+            .await?;
+        if spent.rows_affected != 1 {
+            txn.rollback().await?;
+            self.revoke_for_reuse(session.id).await?;
+            return Err(AppError::Unauthenticated(
+                "refresh token was already used; the session has been revoked",
+            ));
+        }
+        let refresh = random_token("trt");
+        self.insert_refresh_token(&txn, session.id, &refresh, now)
+            .await?;
+        // Refreshing keeps an active session alive (sliding expiry).
+        session::Entity::update_many()
+            .col_expr(
+                session::Column::ExpiresAt,
+                Expr::value(now + self.session_ttl),
+            )
+            .col_expr(session::Column::LastUsedAt, Expr::value(now))
+            .filter(session::Column::Id.eq(session.id))
+            .exec(&txn)
+            .await?;
+        txn.commit().await?;
+
+        let user = user::Entity::find_by_id(session.user_id)
+            .one(&self.db)
+            .await?
+            .ok_or(INVALID)?;
+        self.issue(user, session.id, refresh, None, now)
+    }
+
+    /// Ends a session: its cookie, refresh tokens and access tokens stop working.
+    pub async fn logout(&self, viewer: &Viewer) -> AppResult<()> {
+        self.revoke_session(viewer.session_id, "logout").await?;
+        tracing::info!(user_id = %viewer.user_id, session_id = %viewer.session_id, "logged out");
+        Ok(())
+    }
+
+    /// Resolves a bearer access token. Invalid, expired and revoked tokens are
+    /// `UNAUTHENTICATED` with a message saying which.
+    pub async fn authenticate_bearer(&self, token: &str) -> AppResult<Viewer> {
+        let claims = self.keys.verify(token).map_err(|error| match error {
+            AccessTokenError::Expired => AppError::Unauthenticated("access token expired"),
+            AccessTokenError::Invalid => AppError::Unauthenticated("invalid access token"),
+        })?;
+        let found = session::Entity::find_by_id(claims.sid)
+            .find_also_related(user::Entity)
+            .one(&self.db)
+            .await?;
+        match found {
+            Some((session, Some(user)))
+                if session.user_id == claims.sub && is_live(&session, Utc::now()) =>
+            {
+                Ok(viewer(user, session.id))
+            }
+            _ => Err(AppError::Unauthenticated("session has ended")),
+        }
+    }
+
+    /// Resolves a session cookie; a stale cookie is simply anonymous.
+    pub async fn authenticate_cookie(&self, secret: &str) -> AppResult<Option<Viewer>> {
+        let found = session::Entity::find()
+            .filter(session::Column::SecretHash.eq(token_hash(secret)))
+            .find_also_related(user::Entity)
+            .one(&self.db)
+            .await?;
+        Ok(match found {
+            Some((session, Some(user))) if is_live(&session, Utc::now()) => {
+                Some(viewer(user, session.id))
+            }
+            _ => None,
+        })
+    }
+
+    pub async fn create_user(
+        &self,
+        username: &str,
+        password: SecretString,
+        role: Role,
+    ) -> AppResult<user::Model> {
+        let username = normalize_username("username", username)?;
+        password::validate_new("password", password.expose_secret())?;
+        let hash = hash_blocking(password).await?;
+        let now = Utc::now();
+        let inserted = user::ActiveModel {
+            id: Set(Uuid::now_v7()),
+            username: Set(username.clone()),
+            password_hash: Set(hash),
+            role: Set(role),
+            created_at: Set(now),
+            updated_at: Set(now),
+        }
+        .insert(&self.db)
+        .await;
+        match inserted {
+            Ok(user) => {
+                tracing::info!(user_id = %user.id, role = ?role, "user created");
+                Ok(user)
+            }
+            Err(error) if matches!(error.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
+                Err(AppError::Conflict(format!(
+                    "username `{username}` is already taken"
+                )))
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Creates the configured first admin unless that username exists.
+    pub async fn ensure_admin(&self, username: &str, password: SecretString) -> anyhow::Result<()> {
+        match self.create_user(username, password, Role::Admin).await {
+            Ok(_) | Err(AppError::Conflict(_)) => Ok(()),
+            Err(error) => Err(anyhow::anyhow!("creating the first admin: {error}")),
+        }
+    }
+
+    /// Changes the viewer's password and ends every other session of theirs.
+    pub async fn change_password(
+        &self,
+        viewer: &Viewer,
+        current: SecretString,
+        new: SecretString,
+    ) -> AppResult<()> {
+        let user = user::Entity::find_by_id(viewer.user_id)
+            .one(&self.db)
+            .await?
+            .ok_or(AppError::Unauthenticated("account no longer exists"))?;
+        password::validate_new("newPassword", new.expose_secret())?;
+        let stored = user.password_hash.clone();
+        let ok =
+            tokio::task::spawn_blocking(move || password::verify(current.expose_secret(), &stored))
+                .await
+                .map_err(AppError::internal)?;
+        if !ok {
+            return Err(AppError::bad_input(
+                "currentPassword",
+                "current password is wrong",
+            ));
+        }
+        let hash = hash_blocking(new).await?;
+        let now = Utc::now();
+        let txn = self.db.begin().await?;
+        user::Entity::update_many()
+            .col_expr(user::Column::PasswordHash, Expr::value(hash))
+            .col_expr(user::Column::UpdatedAt, Expr::value(now))
+            .filter(user::Column::Id.eq(user.id))
+            .exec(&txn)
+            .await?;
+        session::Entity::update_many()
+            .col_expr(session::Column::RevokedAt, Expr::value(now))
+            .col_expr(
+                session::Column::RevokedReason,
+                Expr::value("password_changed"),
+            )
+            .filter(session::Column::UserId.eq(user.id))
+            .filter(session::Column::Id.ne(viewer.session_id))
+            .filter(session::Column::RevokedAt.is_null())
+            .exec(&txn)
+            .await?;
+        txn.commit().await?;
+        tracing::info!(user_id = %user.id, "password changed; other sessions revoked");
+        Ok(())
+    }
+
+    async fn insert_refresh_token(
+        &self,
+        db: &impl ConnectionTrait,
+        session_id: Uuid,
+        token: &str,
+        now: DateTime<Utc>,
+    ) -> AppResult<()> {
+        refresh_token::ActiveModel {
+            id: Set(Uuid::now_v7()),
+            session_id: Set(session_id),
+            token_hash: Set(token_hash(token)),
+            created_at: Set(now),
+            expires_at: Set(now + self.session_ttl),
+            used_at: Set(None),
+        }
+        .insert(db)
+        .await?;
+        Ok(())
+    }
+
+    async fn revoke_for_reuse(&self, session_id: Uuid) -> AppResult<()> {
+        tracing::warn!(session_id = %session_id, "refresh token reuse detected; revoking session");
+        metrics::counter!("trellis_refresh_token_reuse_total").increment(1);
+        self.revoke_session(session_id, "refresh_token_reuse").await
+    }
+
+    async fn revoke_session(&self, session_id: Uuid, reason: &str) -> AppResult<()> {
+        session::Entity::update_many()
+            .col_expr(session::Column::RevokedAt, Expr::value(Utc::now()))
+            .col_expr(session::Column::RevokedReason, Expr::value(reason))
+            .filter(session::Column::Id.eq(session_id))
+            .filter(session::Column::RevokedAt.is_null())
+            .exec(&self.db)
+            .await?;
+        Ok(())
+    }
+
+    fn issue(
+        &self,
+        user: user::Model,
+        session_id: Uuid,
+        refresh_token: String,
+        session_secret: Option<String>,
+        now: DateTime<Utc>,
+    ) -> AppResult<IssuedTokens> {
+        let access_expires_at = now + self.access_ttl;
+        let access_token = self
+            .keys
+            .mint(user.id, session_id, now, access_expires_at)
+            .map_err(AppError::internal)?;
+        Ok(IssuedTokens {
+            user,
+            access_token,
+            access_expires_at,
+            refresh_token,
+            session_secret,
+        })
+    }
+}
+
+fn is_live(session: &session::Model, now: DateTime<Utc>) -> bool {
+    session.revoked_at.is_none() && session.expires_at > now
+}
+
+fn viewer(user: user::Model, session_id: Uuid) -> Viewer {
+    Viewer {
+        user_id: user.id,
+        username: user.username,
+        role: user.role,
+        session_id,
+    }
+}
+
+async fn hash_blocking(password: SecretString) -> AppResult<String> {
+    tokio::task::spawn_blocking(move || password::hash(password.expose_secret()))
+        .await
+        .map_err(AppError::internal)?
+        .map_err(AppError::internal)
+}
+
+/// Reads a named instance secret, creating it on first use. Concurrent
+/// first starts agree: the insert is conflict-free and the read-back wins.
+async fn instance_secret(db: &DatabaseConnection, name: &str) -> anyhow::Result<String> {
+    use entity::instance_secret;
+    instance_secret::Entity::insert(instance_secret::ActiveModel {
+        name: Set(name.to_owned()),
+        value: Set(random_token("key")),
+        created_at: Set(Utc::now()),
+    })
+    .on_conflict(
+        OnConflict::column(instance_secret::Column::Name)
+            .do_nothing()
+            .to_owned(),
+    )
+    .exec_without_returning(db)
+    .await?;
+    instance_secret::Entity::find_by_id(name.to_owned())
+        .one(db)
+        .await?
+        .map(|row| row.value)
+        .ok_or_else(|| anyhow::anyhow!("instance secret {name} vanished after insert"))
+}

@@ -1,0 +1,127 @@
+//! The `trellis` command line: `serve` (the default), `migrate`,
+//! `user add`, `schema`.
+
+use std::{io::BufRead, path::PathBuf, process::ExitCode};
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use secrecy::SecretString;
+
+use crate::{app, auth::service::AuthService, config::Config, db, graphql, telemetry};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "trellis",
+    version,
+    about = "Feeds, resources, docs and reading progress behind one GraphQL API"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub config: Config,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the server (the default when no command is given).
+    Serve,
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Manage accounts.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Print the GraphQL SDL (what `schema.graphql` must contain).
+    Schema {
+        /// Compare with this file instead of printing; exit 1 when they differ.
+        #[arg(long, value_name = "FILE")]
+        check: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum UserCommand {
+    /// Create an account. The password is read from the first line of stdin.
+    Add {
+        username: String,
+        #[arg(long, value_enum, default_value_t = RoleArg::Member)]
+        role: RoleArg,
+    },
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy)]
+pub enum RoleArg {
+    Admin,
+    Member,
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let config = cli.config;
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Schema { check } => return schema(check),
+        Command::Serve => {
+            config.validate()?;
+            telemetry::init_logging(&config)?;
+            app::serve(config).await?;
+        }
+        Command::Migrate => {
+            config.validate()?;
+            telemetry::init_logging(&config)?;
+            let db = db::connect(&config).await?;
+            db.close().await?;
+            tracing::info!("migrations applied");
+        }
+        Command::User(UserCommand::Add { username, role }) => {
+            config.validate()?;
+            telemetry::init_logging(&config)?;
+            let db = db::connect(&config).await?;
+            let auth = AuthService::new(db.clone(), &config).await?;
+            let password = read_password()?;
+            let role = match role {
+                RoleArg::Admin => crate::auth::Role::Admin,
+                RoleArg::Member => crate::auth::Role::Member,
+            };
+            let user = auth
+                .create_user(&username, password, role)
+                .await
+                .map_err(|error| anyhow::anyhow!("{error}"))?;
+            println!("created {} ({:?}) {}", user.username, user.role, user.id);
+            db.close().await?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_password() -> anyhow::Result<SecretString> {
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("reading the password from stdin")?;
+    let password = line.trim_end_matches(['\r', '\n']).to_owned();
+    anyhow::ensure!(
+        !password.is_empty(),
+        "no password on stdin (pipe it in: `printf '%s\\n' \"$PASSWORD\" | trellis user add NAME`)"
+    );
+    Ok(SecretString::from(password))
+}
+
+fn schema(check: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let sdl = graphql::sdl();
+    let Some(path) = check else {
+        print!("{sdl}");
+        return Ok(ExitCode::SUCCESS);
+    };
+    let committed =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    if committed == sdl {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!(
+            "{} is out of date; regenerate it with `trellis schema > {}`",
+            path.display(),
+            path.display()
+        );
+        Ok(ExitCode::FAILURE)
+    }
+}

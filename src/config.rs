@@ -1,0 +1,384 @@
+//! Configuration: `TRELLIS_*` environment variables (plus `DATABASE_URL` and
+//! `REDIS_URL`), optionally from a `.env` file, each also settable as a flag.
+//! Every knob is listed with its default in `.env.example`.
+//!
+//! Secrets are held as [`SecretString`], whose `Debug` prints `[REDACTED]`,
+//! and clap is told not to echo their values in `--help`.
+
+use std::{net::SocketAddr, path::PathBuf, str::FromStr, time::Duration};
+
+use clap::{Args, ValueEnum};
+use ipnet::IpNet;
+use secrecy::{ExposeSecret, SecretString};
+
+#[derive(Args, Debug, Clone)]
+pub struct Config {
+    /// Directory for the embedded database and other local state.
+    #[arg(
+        long,
+        env = "TRELLIS_DATA_DIR",
+        default_value = "./data",
+        global = true
+    )]
+    pub data_dir: PathBuf,
+
+    /// Database URL: `sqlite://…` or `postgres://…`. Default: `<data dir>/trellis.db`.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true, global = true)]
+    pub database_url: Option<SecretString>,
+
+    /// Maximum pooled database connections.
+    #[arg(
+        long,
+        env = "TRELLIS_DB_MAX_CONNECTIONS",
+        default_value_t = 10,
+        global = true
+    )]
+    pub db_max_connections: u32,
+
+    /// Redis URL; when set, jobs and events go through Redis.
+    #[arg(long, env = "REDIS_URL", hide_env_values = true, global = true)]
+    pub redis_url: Option<SecretString>,
+
+    /// Address the HTTP server listens on (port 0 picks a free port).
+    #[arg(
+        long,
+        env = "TRELLIS_LISTEN",
+        default_value = "127.0.0.1:8080",
+        global = true
+    )]
+    pub listen: SocketAddr,
+
+    /// Log filter, e.g. `info` or `info,trellis=debug`.
+    #[arg(long, env = "TRELLIS_LOG_LEVEL", default_value = "info", global = true)]
+    pub log_level: String,
+
+    /// Log format.
+    #[arg(long, env = "TRELLIS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Pretty, global = true)]
+    pub log_format: LogFormat,
+
+    /// Username of the first admin, created at start-up when absent.
+    #[arg(long, env = "TRELLIS_ADMIN_USER", global = true)]
+    pub admin_user: Option<String>,
+
+    /// Password of the first admin (only used when the account is created).
+    #[arg(
+        long,
+        env = "TRELLIS_ADMIN_PASSWORD",
+        hide_env_values = true,
+        global = true
+    )]
+    pub admin_password: Option<SecretString>,
+
+    /// HMAC key for access tokens. Default: generated once and stored in the database.
+    #[arg(
+        long,
+        env = "TRELLIS_JWT_SECRET",
+        hide_env_values = true,
+        global = true
+    )]
+    pub jwt_secret: Option<SecretString>,
+
+    /// Lifetime of an access token, in seconds.
+    #[arg(
+        long,
+        env = "TRELLIS_ACCESS_TOKEN_TTL",
+        default_value_t = 900,
+        global = true
+    )]
+    pub access_token_ttl: u64,
+
+    /// Lifetime of a session (cookie and refresh tokens), in seconds.
+    #[arg(long, env = "TRELLIS_SESSION_TTL", default_value_t = 30 * 24 * 3600, global = true)]
+    pub session_ttl: u64,
+
+    /// Failed logins allowed per client IP and per username within the window.
+    #[arg(
+        long,
+        env = "TRELLIS_LOGIN_MAX_ATTEMPTS",
+        default_value_t = 10,
+        global = true
+    )]
+    pub login_max_attempts: u32,
+
+    /// Window over which failed logins are counted, in seconds.
+    #[arg(
+        long,
+        env = "TRELLIS_LOGIN_WINDOW",
+        default_value_t = 60,
+        global = true
+    )]
+    pub login_window: u64,
+
+    /// How long a client IP or username stays blocked, in seconds.
+    #[arg(
+        long,
+        env = "TRELLIS_LOGIN_BLOCK",
+        default_value_t = 300,
+        global = true
+    )]
+    pub login_block: u64,
+
+    /// Comma-separated IPs/CIDRs of reverse proxies whose `X-Forwarded-For`
+    /// and `X-Forwarded-Proto` are believed.
+    #[arg(long, env = "TRELLIS_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_proxy, global = true)]
+    pub trusted_proxies: Vec<IpNet>,
+
+    /// Comma-separated origins allowed to call the API from a browser.
+    #[arg(
+        long,
+        env = "TRELLIS_CORS_ALLOWED_ORIGINS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub cors_allowed_origins: Vec<String>,
+
+    /// When the session cookie carries `Secure`.
+    #[arg(long, env = "TRELLIS_COOKIE_SECURE", value_enum, default_value_t = CookieSecure::Auto, global = true)]
+    pub cookie_secure: CookieSecure,
+
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "TRELLIS_MAX_BODY_BYTES", default_value_t = 1024 * 1024, global = true)]
+    pub max_body_bytes: usize,
+
+    /// Time limit for one HTTP request, in seconds.
+    #[arg(
+        long,
+        env = "TRELLIS_REQUEST_TIMEOUT",
+        default_value_t = 30,
+        global = true
+    )]
+    pub request_timeout: u64,
+
+    /// Deepest allowed GraphQL selection.
+    #[arg(
+        long,
+        env = "TRELLIS_GRAPHQL_MAX_DEPTH",
+        default_value_t = 12,
+        global = true
+    )]
+    pub graphql_max_depth: usize,
+
+    /// Highest allowed GraphQL query complexity.
+    #[arg(
+        long,
+        env = "TRELLIS_GRAPHQL_MAX_COMPLEXITY",
+        default_value_t = 2000,
+        global = true
+    )]
+    pub graphql_max_complexity: usize,
+
+    /// Most aliases allowed in one GraphQL document.
+    #[arg(
+        long,
+        env = "TRELLIS_GRAPHQL_MAX_ALIASES",
+        default_value_t = 30,
+        global = true
+    )]
+    pub graphql_max_aliases: usize,
+
+    /// Most operations allowed in one batched GraphQL request.
+    #[arg(
+        long,
+        env = "TRELLIS_GRAPHQL_MAX_BATCH",
+        default_value_t = 10,
+        global = true
+    )]
+    pub graphql_max_batch: usize,
+
+    /// Seconds to wait for in-flight requests after SIGTERM/SIGINT.
+    #[arg(
+        long,
+        env = "TRELLIS_SHUTDOWN_GRACE",
+        default_value_t = 30,
+        global = true
+    )]
+    pub shutdown_grace: u64,
+}
+
+/// Accepts a network (`10.0.0.0/8`) or a single address (`127.0.0.1`).
+fn parse_proxy(value: &str) -> Result<IpNet, String> {
+    let value = value.trim();
+    value
+        .parse::<IpNet>()
+        .or_else(|_| value.parse::<std::net::IpAddr>().map(IpNet::from))
+        .map_err(|_| format!("`{value}` is neither an IP address nor a CIDR network"))
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CookieSecure {
+    /// Secure when the request came over HTTPS (directly or via a trusted proxy).
+    Auto,
+    Always,
+    Never,
+}
+
+/// Which database a URL points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Config {
+    /// The database URL to connect to, defaulting to the embedded SQLite file.
+    pub fn database_url(&self) -> SecretString {
+        match &self.database_url {
+            Some(url) => url.clone(),
+            None => {
+                let path = self.data_dir.join("trellis.db");
+                SecretString::from(format!("sqlite://{}?mode=rwc", path.display()))
+            }
+        }
+    }
+
+    pub fn backend(&self) -> Result<Backend, ConfigError> {
+        Backend::from_str(self.database_url().expose_secret())
+    }
+
+    pub fn access_token_ttl(&self) -> Duration {
+        Duration::from_secs(self.access_token_ttl)
+    }
+
+    pub fn session_ttl(&self) -> Duration {
+        Duration::from_secs(self.session_ttl)
+    }
+
+    /// Checks the relations between knobs that clap cannot express.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.backend()?;
+        if self.access_token_ttl == 0 || self.session_ttl == 0 {
+            return Err(ConfigError::Invalid(
+                "TRELLIS_ACCESS_TOKEN_TTL and TRELLIS_SESSION_TTL must be positive".into(),
+            ));
+        }
+        if self.access_token_ttl > self.session_ttl {
+            return Err(ConfigError::Invalid(
+                "TRELLIS_ACCESS_TOKEN_TTL must not exceed TRELLIS_SESSION_TTL".into(),
+            ));
+        }
+        if self.login_max_attempts == 0 {
+            return Err(ConfigError::Invalid(
+                "TRELLIS_LOGIN_MAX_ATTEMPTS must be at least 1".into(),
+            ));
+        }
+        if let Some(secret) = &self.jwt_secret
+            && secret.expose_secret().len() < 32
+        {
+            return Err(ConfigError::Invalid(
+                "TRELLIS_JWT_SECRET must be at least 32 bytes".into(),
+            ));
+        }
+        for origin in &self.cors_allowed_origins {
+            if origin != "*" && !(origin.starts_with("http://") || origin.starts_with("https://")) {
+                return Err(ConfigError::Invalid(format!(
+                    "TRELLIS_CORS_ALLOWED_ORIGINS: `{origin}` is not an http(s) origin"
+                )));
+            }
+        }
+        if self.admin_user.is_some() != self.admin_password.is_some() {
+            return Err(ConfigError::Invalid(
+                "TRELLIS_ADMIN_USER and TRELLIS_ADMIN_PASSWORD must be set together".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for Backend {
+    type Err = ConfigError;
+
+    fn from_str(url: &str) -> Result<Self, Self::Err> {
+        if url.starts_with("sqlite:") {
+            Ok(Backend::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Backend::Postgres)
+        } else {
+            Err(ConfigError::Invalid(
+                "DATABASE_URL must start with sqlite:, postgres:// or postgresql://".into(),
+            ))
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        config: Config,
+    }
+
+    fn parse(args: &[&str]) -> Config {
+        let mut argv = vec!["trellis"];
+        argv.extend_from_slice(args);
+        Wrapper::try_parse_from(argv)
+            .expect("arguments parse")
+            .config
+    }
+
+    #[test]
+    fn defaults_use_embedded_sqlite_under_data_dir() {
+        let config = parse(&["--data-dir", "/srv/trellis"]);
+        assert_eq!(config.backend().unwrap(), Backend::Sqlite);
+        assert_eq!(
+            config.database_url().expose_secret(),
+            "sqlite:///srv/trellis/trellis.db?mode=rwc"
+        );
+        assert_eq!(config.listen.to_string(), "127.0.0.1:8080");
+    }
+
+    #[test]
+    fn debug_output_never_shows_secrets() {
+        let config = parse(&[
+            "--database-url",
+            "postgres://app:hunter2@db/trellis",
+            "--jwt-secret",
+            "0123456789abcdef0123456789abcdef-secret",
+            "--admin-user",
+            "root",
+            "--admin-password",
+            "correct-horse",
+        ]);
+        let debug = format!("{config:?}");
+        for secret in ["hunter2", "abcdef-secret", "correct-horse"] {
+            assert!(!debug.contains(secret), "{secret} leaked into {debug}");
+        }
+    }
+
+    #[test]
+    fn rejects_unknown_database_scheme_and_half_admin() {
+        assert!(parse(&["--database-url", "mysql://x"]).validate().is_err());
+        assert!(parse(&["--admin-user", "root"]).validate().is_err());
+        assert!(parse(&["--jwt-secret", "short"]).validate().is_err());
+        assert!(
+            parse(&["--cors-allowed-origins", "example.com"])
+                .validate()
+                .is_err()
+        );
+        assert!(parse(&[]).validate().is_ok());
+    }
+
+    #[test]
+    fn trusted_proxies_accept_addresses_and_networks() {
+        let config = parse(&["--trusted-proxies", "10.0.0.0/8, 127.0.0.1"]);
+        assert_eq!(config.trusted_proxies.len(), 2);
+        assert!(
+            config.trusted_proxies[1].contains(&"127.0.0.1".parse::<std::net::IpAddr>().unwrap())
+        );
+    }
+}

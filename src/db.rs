@@ -1,0 +1,50 @@
+//! Database connection: SQLite (the embedded default) or PostgreSQL, chosen
+//! from the URL scheme, with the settings each needs to be safe under load.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use migration::{Migrator, MigratorTrait};
+use sea_orm::{
+    ConnectOptions, DatabaseConnection,
+    sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous},
+};
+use secrecy::ExposeSecret;
+
+use crate::config::{Backend, Config};
+
+/// Opens the pool and applies pending migrations.
+pub async fn connect(config: &Config) -> anyhow::Result<DatabaseConnection> {
+    let backend = config.backend()?;
+    if backend == Backend::Sqlite && config.database_url.is_none() {
+        std::fs::create_dir_all(&config.data_dir)
+            .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
+    }
+    let url = config.database_url();
+    let mut options = ConnectOptions::new(url.expose_secret().to_owned());
+    options
+        .max_connections(config.db_max_connections)
+        .min_connections(1)
+        .connect_timeout(Duration::from_secs(10))
+        .acquire_timeout(Duration::from_secs(30))
+        .sqlx_logging(false);
+    if backend == Backend::Sqlite {
+        // WAL lets readers proceed while one writer commits; foreign keys are
+        // off by default in SQLite; the busy timeout turns writer contention
+        // into a short wait instead of an immediate SQLITE_BUSY.
+        options.map_sqlx_sqlite_opts(|opts| {
+            opts.journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .foreign_keys(true)
+                .busy_timeout(Duration::from_secs(10))
+                .create_if_missing(true)
+        });
+    }
+    let db = sea_orm::Database::connect(options)
+        .await
+        .context("connecting to the database")?;
+    Migrator::up(&db, None)
+        .await
+        .context("applying database migrations")?;
+    Ok(db)
+}

@@ -1,0 +1,193 @@
+//! The one error type of the service layer and how clients see it.
+//!
+//! Every variant maps to a stable `extensions.code` (SPEC §2). Unexpected
+//! failures become `INTERNAL` with an opaque reference; their full cause
+//! chain goes to the log under the same reference, never to the client.
+
+use axum::http::StatusCode;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// No valid credentials were presented. Client sees `UNAUTHENTICATED`.
+    #[error("{0}")]
+    Unauthenticated(&'static str),
+    /// Authenticated, but not allowed. Client sees `FORBIDDEN`.
+    #[error("{0}")]
+    Forbidden(&'static str),
+    /// The named thing does not exist (or is not visible to the caller).
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// The input is invalid; `field` names the offending argument when known.
+    #[error("{message}")]
+    BadUserInput {
+        message: String,
+        field: Option<&'static str>,
+    },
+    /// The request conflicts with existing state (e.g. a duplicate name).
+    #[error("{0}")]
+    Conflict(String),
+    /// Too many attempts; retry after the given number of seconds.
+    #[error("too many attempts, retry in {retry_after} s")]
+    RateLimited { retry_after: u64 },
+    /// An idempotency key was reused with a different payload.
+    #[error("idempotency key already used with a different payload")]
+    IdempotencyKeyReused,
+    /// Anything unexpected. The client sees only `INTERNAL` and a reference.
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+}
+
+pub type AppResult<T> = Result<T, AppError>;
+
+impl AppError {
+    pub fn bad_input(field: &'static str, message: impl Into<String>) -> Self {
+        AppError::BadUserInput {
+            message: message.into(),
+            field: Some(field),
+        }
+    }
+
+    pub fn internal(error: impl Into<anyhow::Error>) -> Self {
+        AppError::Internal(error.into())
+    }
+
+    /// The stable code clients switch on.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AppError::Unauthenticated(_) => "UNAUTHENTICATED",
+            AppError::Forbidden(_) => "FORBIDDEN",
+            AppError::NotFound(_) => "NOT_FOUND",
+            AppError::BadUserInput { .. } => "BAD_USER_INPUT",
+            AppError::Conflict(_) => "CONFLICT",
+            AppError::RateLimited { .. } => "RATE_LIMITED",
+            AppError::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
+            AppError::Internal(_) => "INTERNAL",
+        }
+    }
+
+    /// The HTTP status for the plain-HTTP endpoints (`/tasks/{id}`, `/resources`…).
+    pub fn status(&self) -> StatusCode {
+        match self {
+            AppError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            AppError::Forbidden(_) => StatusCode::FORBIDDEN,
+            AppError::NotFound(_) => StatusCode::NOT_FOUND,
+            AppError::BadUserInput { .. } => StatusCode::BAD_REQUEST,
+            AppError::Conflict(_) => StatusCode::CONFLICT,
+            AppError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            AppError::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// Logs an internal error's cause chain and returns the reference the
+    /// client gets instead of the text.
+    fn report(&self) -> Option<String> {
+        let AppError::Internal(cause) = self else {
+            return None;
+        };
+        let reference = uuid::Uuid::new_v4().simple().to_string();
+        tracing::error!(error_ref = %reference, error = ?cause, "internal error");
+        Some(reference)
+    }
+
+    /// The `extensions` object clients see: `code`, plus `retryAfter`,
+    /// `field` or `reference` where they apply. Reports internal errors.
+    pub fn extensions(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut extensions = serde_json::Map::new();
+        extensions.insert("code".into(), self.code().into());
+        match self {
+            AppError::RateLimited { retry_after } => {
+                extensions.insert("retryAfter".into(), (*retry_after).into());
+            }
+            AppError::BadUserInput {
+                field: Some(field), ..
+            } => {
+                extensions.insert("field".into(), (*field).into());
+            }
+            _ => {}
+        }
+        if let Some(reference) = self.report() {
+            extensions.insert("reference".into(), reference.into());
+        }
+        extensions
+    }
+
+    /// The JSON body for plain-HTTP endpoints, shaped like a GraphQL error.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({ "errors": [{ "message": self.to_string(), "extensions": self.extensions() }] })
+    }
+}
+
+impl From<sea_orm::DbErr> for AppError {
+    fn from(error: sea_orm::DbErr) -> Self {
+        AppError::Internal(error.into())
+    }
+}
+
+/// Resolvers return `AppError` through `?`: async-graphql's blanket
+/// conversion keeps it as the error's `source`, and the schema's
+/// [`QueryGuard`](crate::graphql::guard::QueryGuard) calls this to turn it
+/// into `extensions` — one place, so no resolver can forget the code.
+pub fn annotate_graphql_error(mut error: async_graphql::ServerError) -> async_graphql::ServerError {
+    let Some(app_extensions) = error.source::<AppError>().map(AppError::extensions) else {
+        return error;
+    };
+    let extensions = error.extensions.get_or_insert_with(Default::default);
+    for (key, value) in app_extensions {
+        if let Ok(value) = async_graphql::Value::from_json(value) {
+            extensions.set(key, value);
+        }
+    }
+    error
+}
+
+impl axum::response::IntoResponse for AppError {
+    fn into_response(self) -> axum::response::Response {
+        let mut response = (self.status(), axum::Json(self.to_json())).into_response();
+        if let AppError::RateLimited { retry_after } = self {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, retry_after.into());
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_errors_never_carry_their_cause_to_the_client() {
+        let error = AppError::internal(anyhow::anyhow!("password=hunter2 at db.internal:5432"));
+        let body = error.to_json().to_string();
+        assert!(!body.contains("hunter2"));
+        assert!(body.contains("\"INTERNAL\""));
+        assert!(body.contains("reference"));
+        let gql = annotate_graphql_error(
+            async_graphql::Error::from(error).into_server_error(Default::default()),
+        );
+        assert_eq!(gql.message, "internal error");
+        assert_eq!(
+            gql.extensions.unwrap().get("code"),
+            Some(&async_graphql::Value::from("INTERNAL"))
+        );
+    }
+
+    #[test]
+    fn rate_limited_carries_retry_after() {
+        let gql = annotate_graphql_error(
+            async_graphql::Error::from(AppError::RateLimited { retry_after: 42 })
+                .into_server_error(Default::default()),
+        );
+        let ext = gql.extensions.expect("extensions");
+        assert_eq!(
+            ext.get("code"),
+            Some(&async_graphql::Value::from("RATE_LIMITED"))
+        );
+        assert_eq!(
+            ext.get("retryAfter"),
+            Some(&async_graphql::Value::from(42u64))
+        );
+    }
+}

@@ -1,0 +1,234 @@
+//! The GraphQL endpoints: `POST /graphql`, GraphiQL at `GET /graphql`, and
+//! subscriptions over WebSocket at `/graphql/ws`.
+//!
+//! The POST handler is ours rather than the stock extractor so that every
+//! failure before execution is a JSON error with a code too:
+//! `PAYLOAD_TOO_LARGE` (413), `UNSUPPORTED_MEDIA_TYPE` (415, which also keeps
+//! cookie-authenticated requests to CORS-preflighted ones), `BAD_REQUEST`
+//! (400: malformed JSON, oversized batch) and `UNAUTHENTICATED` (401: a bad
+//! bearer token).
+
+use std::net::SocketAddr;
+
+use async_graphql::{
+    BatchRequest, Data,
+    http::{ALL_WEBSOCKET_PROTOCOLS, GraphiQLSource},
+};
+use async_graphql_axum::{GraphQLProtocol, GraphQLWebSocket};
+use axum::{
+    Json,
+    body::Bytes,
+    extract::{ConnectInfo, State, WebSocketUpgrade, rejection::BytesRejection},
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{Html, IntoResponse, Response},
+};
+use serde_json::json;
+
+use super::loaders::Loaders;
+use crate::{
+    app::AppState,
+    auth::Viewer,
+    error::AppError,
+    http::{client::RequestMeta, identify},
+};
+
+fn http_error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    let body = json!({ "errors": [{ "message": message.into(), "extensions": { "code": code } }] });
+    (status, Json(body)).into_response()
+}
+
+/// `POST /graphql`: one operation or a batch (JSON array).
+pub async fn graphql_post(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return http_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "PAYLOAD_TOO_LARGE",
+                format!(
+                    "request body exceeds {} bytes",
+                    state.services.config.max_body_bytes
+                ),
+            );
+        }
+        Err(rejection) => {
+            return http_error(rejection.status(), "BAD_REQUEST", rejection.body_text());
+        }
+    };
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"));
+    if !is_json {
+        return http_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UNSUPPORTED_MEDIA_TYPE",
+            "send GraphQL requests as Content-Type: application/json",
+        );
+    }
+    let batch: BatchRequest = match serde_json::from_slice(&body) {
+        Ok(batch) => batch,
+        Err(error) => {
+            return http_error(
+                StatusCode::BAD_REQUEST,
+                "BAD_REQUEST",
+                format!("malformed GraphQL request: {error}"),
+            );
+        }
+    };
+    if batch.iter().any(|request| request.query.trim().is_empty()) {
+        return http_error(
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+            "malformed GraphQL request: `query` is missing or empty",
+        );
+    }
+    let max_batch = state.services.config.graphql_max_batch;
+    if let BatchRequest::Batch(requests) = &batch
+        && (requests.is_empty() || requests.len() > max_batch)
+    {
+        return http_error(
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+            format!("a batch must hold 1 to {max_batch} operations"),
+        );
+    }
+
+    let viewer = match identify(&state.services.auth, &headers).await {
+        Ok(viewer) => viewer,
+        Err(error @ AppError::Unauthenticated(_)) => {
+            let mut response = error.into_response();
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer error=\"invalid_token\""),
+            );
+            return response;
+        }
+        Err(error) => return error.into_response(),
+    };
+    let meta = RequestMeta::from_parts(peer.ip(), &headers, &state.services.config.trusted_proxies);
+    let mut batch = batch.data(meta).data(Loaders::new(&state.services.db));
+    if let Some(viewer) = viewer {
+        batch = batch.data(viewer);
+    }
+
+    let response = state.schema.execute_batch(batch).await;
+    let extra_headers: Vec<_> = response.http_headers_iter().collect();
+    let mut http = Json(response).into_response();
+    for (name, value) in extra_headers {
+        http.headers_mut().append(name, value);
+    }
+    // Responses can carry tokens and per-user data.
+    http.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    http
+}
+
+/// `GET /graphql`: the GraphiQL playground.
+pub async fn graphiql() -> impl IntoResponse {
+    Html(
+        GraphiQLSource::build()
+            .endpoint("/graphql")
+            .subscription_endpoint("/graphql/ws")
+            .title("Trellis GraphiQL")
+            .finish(),
+    )
+}
+
+/// `GET /graphql/ws`: GraphQL over WebSocket (`graphql-transport-ws`, and
+/// the legacy `graphql-ws` for older clients).
+///
+/// Authentication: a token in the `connection_init` payload
+/// (`{"authorization": "Bearer …"}` or `{"token": "…"}`), else the session
+/// cookie — the latter only when the page's `Origin` is allowed, so another
+/// site cannot ride a user's cookie over a WebSocket.
+pub async fn graphql_ws(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    protocol: GraphQLProtocol,
+    headers: HeaderMap,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    let meta = RequestMeta::from_parts(peer.ip(), &headers, &state.services.config.trusted_proxies);
+    let cookie_viewer = if state.origin_allowed(&meta) {
+        let secret = crate::auth::cookie::session_secret(&headers);
+        match secret {
+            Some(secret) => state
+                .services
+                .auth
+                .authenticate_cookie(&secret)
+                .await
+                .ok()
+                .flatten(),
+            None => None,
+        }
+    } else {
+        None
+    };
+    let services = state.services.clone();
+    let schema = state.schema.clone();
+    upgrade
+        .protocols(ALL_WEBSOCKET_PROTOCOLS)
+        .on_upgrade(move |socket| async move {
+            let mut data = Data::default();
+            data.insert(meta);
+            data.insert(Loaders::new(&services.db));
+            GraphQLWebSocket::new(socket, schema, protocol)
+                .with_data(data)
+                .on_connection_init(move |payload| async move {
+                    let viewer = match connection_token(&payload) {
+                        Some(token) => Some(services.auth.authenticate_bearer(&token).await?),
+                        None => cookie_viewer,
+                    };
+                    let mut data = Data::default();
+                    if let Some(viewer) = viewer {
+                        data.insert::<Viewer>(viewer);
+                    }
+                    Ok(data)
+                })
+                .serve()
+                .await
+        })
+}
+
+/// The access token from a `connection_init` payload, in the shapes
+/// clients commonly send.
+fn connection_token(payload: &serde_json::Value) -> Option<String> {
+    ["authorization", "Authorization", "authToken", "token"]
+        .iter()
+        .find_map(|key| payload.get(key)?.as_str())
+        .map(|value| {
+            value
+                .strip_prefix("Bearer ")
+                .or_else(|| value.strip_prefix("bearer "))
+                .unwrap_or(value)
+                .trim()
+                .to_owned()
+        })
+        .filter(|token| !token.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_init_token_shapes() {
+        assert_eq!(
+            connection_token(&json!({"authorization": "Bearer abc"})).as_deref(),
+            Some("abc")
+        );
+        assert_eq!(
+            connection_token(&json!({"token": "abc"})).as_deref(),
+            Some("abc")
+        );
+        assert_eq!(connection_token(&json!({})), None);
+        assert_eq!(connection_token(&serde_json::Value::Null), None);
+    }
+}

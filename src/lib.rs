@@ -1,0 +1,16 @@
+//! Trellis: one self-hosted server for feeds, resource reconciliation, a
+//! docs mirror and a reading-progress gateway, behind one GraphQL schema.
+//!
+//! Start at `docs/architecture.md`. Shared infrastructure lives in
+//! [`config`], [`db`], [`app`], [`http`], [`graphql`], [`auth`] and
+//! [`error`]; each domain gets a folder of its own.
+
+pub mod app;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod graphql;
+pub mod http;
+pub mod telemetry;

@@ -1,0 +1,489 @@
+use chrono::Utc;
+use serde_json::json;
+
+use crate::{
+    helpers::{
+        ADMIN_PASSWORD, ADMIN_USER, AppOptions, Backend, JWT_SECRET, spawn_app, spawn_app_with,
+    },
+    on_both_backends,
+};
+
+on_both_backends!(
+    login_succeeds_and_bearer_authenticates,
+    wrong_password_and_unknown_user_fail_alike,
+    session_cookie_has_protective_flags_and_authenticates,
+    secure_cookie_only_behind_trusted_https_proxy,
+    expired_or_forged_access_token_is_unauthenticated,
+    refresh_rotates_and_reuse_revokes_the_family,
+    logout_revokes_cookie_refresh_and_access_tokens,
+    failed_logins_are_rate_limited_then_released,
+    forwarded_for_is_honoured_only_from_trusted_proxies,
+    member_gets_forbidden_and_anonymous_unauthenticated,
+    admin_creates_users_and_lists_them_page_by_page,
+    change_password_signs_out_other_sessions,
+);
+
+async fn login_succeeds_and_bearer_authenticates(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let response = app.login_response("  Admin ", ADMIN_PASSWORD).await;
+    let login = &response.data()["login"];
+    assert_eq!(login["user"]["username"], ADMIN_USER);
+    assert_eq!(login["user"]["role"], "ADMIN");
+    let expires_at: chrono::DateTime<Utc> = login["expiresAt"].as_str().unwrap().parse().unwrap();
+    assert!(expires_at > Utc::now());
+
+    let token = login["accessToken"].as_str().unwrap();
+    let me = app
+        .gql("{ me { username role } }", json!({}))
+        .bearer(token)
+        .send()
+        .await;
+    assert_eq!(me.data()["me"]["username"], ADMIN_USER);
+
+    let anonymous = app.gql("{ me { username } }", json!({})).send().await;
+    assert!(anonymous.data()["me"].is_null());
+}
+
+async fn wrong_password_and_unknown_user_fail_alike(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let wrong = app.login_response(ADMIN_USER, "not-the-password").await;
+    let unknown = app.login_response("nobody", "not-the-password").await;
+    for response in [&wrong, &unknown] {
+        assert_eq!(response.error_code(), Some("UNAUTHENTICATED"));
+        assert_eq!(
+            response.body["errors"][0]["message"],
+            "invalid username or password"
+        );
+        assert!(response.set_cookie().is_none());
+        assert!(response.body["data"].is_null());
+    }
+}
+
+async fn session_cookie_has_protective_flags_and_authenticates(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let response = app.login_response(ADMIN_USER, ADMIN_PASSWORD).await;
+    let cookie = response.set_cookie().expect("session cookie");
+    assert!(cookie.starts_with("trellis_session=trs_"), "{cookie}");
+    for flag in ["HttpOnly", "SameSite=Lax", "Path=/"] {
+        assert!(cookie.contains(flag), "{flag} missing in {cookie}");
+    }
+    assert!(
+        !cookie.contains("Secure"),
+        "plain HTTP must not get Secure: {cookie}"
+    );
+
+    let pair = cookie.split(';').next().unwrap();
+    let me = app
+        .gql("{ me { username } }", json!({}))
+        .header("cookie", pair)
+        .send()
+        .await;
+    assert_eq!(me.data()["me"]["username"], ADMIN_USER);
+
+    let forged = app
+        .gql("{ me { username } }", json!({}))
+        .header("cookie", "trellis_session=trs_forged")
+        .send()
+        .await;
+    assert!(forged.data()["me"].is_null());
+}
+
+async fn secure_cookie_only_behind_trusted_https_proxy(backend: Backend) {
+    let untrusted = spawn_app(backend).await;
+    let response = untrusted
+        .gql(
+            "mutation { login(username: \"admin\", password: \"admin-password-123\") { accessToken } }",
+            json!({}),
+        )
+        .header("x-forwarded-proto", "https")
+        .send()
+        .await;
+    assert!(!response.set_cookie().unwrap().contains("Secure"));
+
+    let trusted = spawn_app_with(
+        backend,
+        AppOptions::default().env("TRELLIS_TRUSTED_PROXIES", "127.0.0.1"),
+    )
+    .await;
+    let response = trusted
+        .gql(
+            "mutation { login(username: \"admin\", password: \"admin-password-123\") { accessToken } }",
+            json!({}),
+        )
+        .header("x-forwarded-proto", "https")
+        .send()
+        .await;
+    assert!(response.set_cookie().unwrap().contains("Secure"));
+}
+
+async fn expired_or_forged_access_token_is_unauthenticated(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let tokens = app.admin().await;
+    let claims: serde_json::Value = {
+        let payload = tokens.access.split('.').nth(1).unwrap();
+        use base64::Engine;
+        serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(payload)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    let now = Utc::now().timestamp();
+    let mint = |secret: &str, exp: i64| {
+        let claims = json!({ "sub": claims["sub"], "sid": claims["sid"], "iat": now - 600, "exp": exp, "iss": "trellis" });
+        jsonwebtoken::encode(
+            &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+            &claims,
+            &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()).unwrap(),
+        )
+        .unwrap()
+    };
+
+    let still_valid = app
+        .gql("{ me { username } }", json!({}))
+        .bearer(&mint(JWT_SECRET, now + 60))
+        .send()
+        .await;
+    assert_eq!(still_valid.data()["me"]["username"], ADMIN_USER);
+
+    let expired = app
+        .gql("{ me { username } }", json!({}))
+        .bearer(&mint(JWT_SECRET, now - 1))
+        .send()
+        .await;
+    assert_eq!(expired.status, 401);
+    assert_eq!(expired.error_code(), Some("UNAUTHENTICATED"));
+    assert_eq!(expired.body["errors"][0]["message"], "access token expired");
+    assert!(expired.headers.get("www-authenticate").is_some());
+
+    let forged = app
+        .gql("{ me { username } }", json!({}))
+        .bearer(&mint("another-secret-0123456789abcdef0123456789", now + 60))
+        .send()
+        .await;
+    assert_eq!(forged.status, 401);
+    assert_eq!(forged.body["errors"][0]["message"], "invalid access token");
+}
+
+async fn refresh_rotates_and_reuse_revokes_the_family(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let tokens = app.admin().await;
+    let refresh = |token: String| {
+        let app = &app;
+        async move {
+            app.gql(
+                "mutation($t: String!) { refreshToken(token: $t) { accessToken refreshToken user { username } } }",
+                json!({ "t": token }),
+            )
+            .send()
+            .await
+        }
+    };
+
+    let first = refresh(tokens.refresh.clone()).await;
+    let rotated = first.data()["refreshToken"].clone();
+    assert_eq!(rotated["user"]["username"], ADMIN_USER);
+    let second_refresh = rotated["refreshToken"].as_str().unwrap().to_owned();
+    assert_ne!(second_refresh, tokens.refresh);
+    let new_access = rotated["accessToken"].as_str().unwrap().to_owned();
+    let me = app
+        .gql("{ me { username } }", json!({}))
+        .bearer(&new_access)
+        .send()
+        .await;
+    assert_eq!(me.data()["me"]["username"], ADMIN_USER);
+
+    // The spent token comes back: theft is assumed and the family dies.
+    let reuse = refresh(tokens.refresh.clone()).await;
+    assert_eq!(reuse.error_code(), Some("UNAUTHENTICATED"));
+    let after = refresh(second_refresh).await;
+    assert_eq!(
+        after.error_code(),
+        Some("UNAUTHENTICATED"),
+        "rotated token must die with its family"
+    );
+    let me = app
+        .gql("{ me { username } }", json!({}))
+        .bearer(&new_access)
+        .send()
+        .await;
+    assert_eq!(
+        me.status, 401,
+        "access tokens of a revoked session stop working"
+    );
+    let cookie = app
+        .gql("{ me { username } }", json!({}))
+        .header("cookie", &tokens.cookie)
+        .send()
+        .await;
+    assert!(cookie.data()["me"].is_null());
+
+    let garbage = refresh("trt_unknown".to_owned()).await;
+    assert_eq!(garbage.error_code(), Some("UNAUTHENTICATED"));
+}
+
+async fn logout_revokes_cookie_refresh_and_access_tokens(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let tokens = app.admin().await;
+    let other = app.admin().await;
+    let logout = app
+        .gql("mutation { logout }", json!({}))
+        .header("cookie", &tokens.cookie)
+        .send()
+        .await;
+    assert_eq!(logout.data()["logout"], true);
+    let cleared = logout.set_cookie().unwrap();
+    assert!(
+        cleared.starts_with("trellis_session=;") && cleared.contains("Max-Age=0"),
+        "{cleared}"
+    );
+
+    let me = app
+        .gql("{ me { username } }", json!({}))
+        .header("cookie", &tokens.cookie)
+        .send()
+        .await;
+    assert!(me.data()["me"].is_null());
+    let me = app
+        .gql("{ me { username } }", json!({}))
+        .bearer(&tokens.access)
+        .send()
+        .await;
+    assert_eq!(me.status, 401);
+    let refresh = app
+        .gql(
+            "mutation($t: String!) { refreshToken(token: $t) { accessToken } }",
+            json!({ "t": tokens.refresh }),
+        )
+        .send()
+        .await;
+    assert_eq!(refresh.error_code(), Some("UNAUTHENTICATED"));
+
+    // Other sessions are untouched.
+    let me = app
+        .gql("{ me { username } }", json!({}))
+        .bearer(&other.access)
+        .send()
+        .await;
+    assert_eq!(me.data()["me"]["username"], ADMIN_USER);
+
+    let anonymous = app.gql("mutation { logout }", json!({})).send().await;
+    assert_eq!(anonymous.data()["logout"], false);
+}
+
+async fn failed_logins_are_rate_limited_then_released(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        AppOptions::default()
+            .env("TRELLIS_LOGIN_MAX_ATTEMPTS", "3")
+            .env("TRELLIS_LOGIN_BLOCK", "2"),
+    )
+    .await;
+    for _ in 0..3 {
+        let response = app.login_response(ADMIN_USER, "wrong-password").await;
+        assert_eq!(response.error_code(), Some("UNAUTHENTICATED"));
+    }
+    // Blocked: even the right password is refused, with a hint when to retry.
+    let blocked = app.login_response(ADMIN_USER, ADMIN_PASSWORD).await;
+    assert_eq!(blocked.error_code(), Some("RATE_LIMITED"));
+    let retry_after = blocked.body["errors"][0]["extensions"]["retryAfter"]
+        .as_u64()
+        .unwrap();
+    assert!((1..=2).contains(&retry_after), "retryAfter = {retry_after}");
+
+    tokio::time::sleep(std::time::Duration::from_millis(retry_after * 1000 + 200)).await;
+    let released = app.login_response(ADMIN_USER, ADMIN_PASSWORD).await;
+    assert_eq!(released.data()["login"]["user"]["username"], ADMIN_USER);
+}
+
+async fn forwarded_for_is_honoured_only_from_trusted_proxies(backend: Backend) {
+    let options = AppOptions::default()
+        .env("TRELLIS_LOGIN_MAX_ATTEMPTS", "3")
+        .env("TRELLIS_LOGIN_BLOCK", "300");
+
+    // Untrusted peer: X-Forwarded-For is ignored, so rotating it does not
+    // escape the per-address limit.
+    let app = spawn_app_with(backend, options.clone()).await;
+    for (i, name) in ["u1", "u2", "u3"].iter().enumerate() {
+        let response = app
+            .gql(&format!("mutation {{ login(username: \"{name}\", password: \"wrong-password\") {{ accessToken }} }}"), json!({}))
+            .header("x-forwarded-for", &format!("198.51.100.{i}"))
+            .send()
+            .await;
+        assert_eq!(response.error_code(), Some("UNAUTHENTICATED"));
+    }
+    let blocked = app
+        .gql("mutation { login(username: \"admin\", password: \"admin-password-123\") { accessToken } }", json!({}))
+        .header("x-forwarded-for", "198.51.100.99")
+        .send()
+        .await;
+    assert_eq!(blocked.error_code(), Some("RATE_LIMITED"));
+
+    // Trusted proxy: each forwarded client is limited on its own.
+    let app = spawn_app_with(
+        backend,
+        options.env("TRELLIS_TRUSTED_PROXIES", "127.0.0.0/8"),
+    )
+    .await;
+    for name in ["u1", "u2", "u3"] {
+        app.gql(&format!("mutation {{ login(username: \"{name}\", password: \"wrong-password\") {{ accessToken }} }}"), json!({}))
+            .header("x-forwarded-for", "198.51.100.7")
+            .send()
+            .await;
+    }
+    let sprayer = app
+        .gql("mutation { login(username: \"admin\", password: \"admin-password-123\") { accessToken } }", json!({}))
+        .header("x-forwarded-for", "198.51.100.7")
+        .send()
+        .await;
+    assert_eq!(sprayer.error_code(), Some("RATE_LIMITED"));
+    let neighbour = app
+        .gql("mutation { login(username: \"admin\", password: \"admin-password-123\") { accessToken } }", json!({}))
+        .header("x-forwarded-for", "203.0.113.5, 198.51.100.8")
+        .send()
+        .await;
+    assert!(neighbour.data()["login"]["accessToken"].is_string());
+}
+
+async fn member_gets_forbidden_and_anonymous_unauthenticated(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let member = app.member("mia").await;
+    let create = "mutation { createUser(input: { username: \"eve\", password: \"eve-password\", role: ADMIN }) { id } }";
+
+    let forbidden = app
+        .gql(create, json!({}))
+        .bearer(&member.access)
+        .send()
+        .await;
+    assert_eq!(forbidden.error_code(), Some("FORBIDDEN"));
+    let forbidden = app
+        .gql("{ users { totalCount } }", json!({}))
+        .bearer(&member.access)
+        .send()
+        .await;
+    assert_eq!(forbidden.error_code(), Some("FORBIDDEN"));
+
+    let anonymous = app.gql(create, json!({})).send().await;
+    assert_eq!(anonymous.error_code(), Some("UNAUTHENTICATED"));
+    let anonymous = app
+        .gql(
+            "mutation { changePassword(currentPassword: \"a\", newPassword: \"bbbbbbbbbb\") }",
+            json!({}),
+        )
+        .send()
+        .await;
+    assert_eq!(anonymous.error_code(), Some("UNAUTHENTICATED"));
+
+    // Nothing was created by the refused calls.
+    let eve = app.login_response("eve", "eve-password").await;
+    assert_eq!(eve.error_code(), Some("UNAUTHENTICATED"));
+}
+
+async fn admin_creates_users_and_lists_them_page_by_page(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let admin = app.admin().await;
+    let create = |name: &str, password: &str| {
+        app.gql(
+            "mutation($i: CreateUserInput!) { createUser(input: $i) { username role } }",
+            json!({ "i": { "username": name, "password": password } }),
+        )
+        .bearer(&admin.access)
+        .send()
+    };
+    for name in ["carol", "Bob", "dave"] {
+        let created = create(name, "long-enough-pw").await;
+        assert_eq!(created.data()["createUser"]["role"], "MEMBER");
+    }
+    assert_eq!(
+        create("BOB", "long-enough-pw").await.error_code(),
+        Some("CONFLICT")
+    );
+    let short = create("frank", "short").await;
+    assert_eq!(short.error_code(), Some("BAD_USER_INPUT"));
+    assert_eq!(short.body["errors"][0]["extensions"]["field"], "password");
+    assert_eq!(
+        create("bad name", "long-enough-pw").await.error_code(),
+        Some("BAD_USER_INPUT")
+    );
+
+    let page = "query($after: String) { users(first: 2, after: $after) { totalCount pageInfo { hasNextPage endCursor } nodes { username } } }";
+    let first = app.gql(page, json!({})).bearer(&admin.access).send().await;
+    let users = &first.data()["users"];
+    assert_eq!(users["totalCount"], 4);
+    assert_eq!(
+        users["nodes"],
+        json!([{ "username": "admin" }, { "username": "bob" }])
+    );
+    assert_eq!(users["pageInfo"]["hasNextPage"], true);
+    let cursor = users["pageInfo"]["endCursor"].as_str().unwrap();
+    let second = app
+        .gql(page, json!({ "after": cursor }))
+        .bearer(&admin.access)
+        .send()
+        .await;
+    let users = &second.data()["users"];
+    assert_eq!(
+        users["nodes"],
+        json!([{ "username": "carol" }, { "username": "dave" }])
+    );
+    assert_eq!(users["pageInfo"]["hasNextPage"], false);
+
+    let bad_cursor = app
+        .gql(page, json!({ "after": "not-a-cursor" }))
+        .bearer(&admin.access)
+        .send()
+        .await;
+    assert_eq!(bad_cursor.error_code(), Some("BAD_USER_INPUT"));
+}
+
+async fn change_password_signs_out_other_sessions(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let here = app.member("nina").await;
+    let elsewhere = app.login("nina", "nina-password").await;
+    let change = "mutation($c: String!, $n: String!) { changePassword(currentPassword: $c, newPassword: $n) }";
+
+    let wrong = app
+        .gql(
+            change,
+            json!({ "c": "nope-nope", "n": "brand-new-password" }),
+        )
+        .bearer(&here.access)
+        .send()
+        .await;
+    assert_eq!(wrong.error_code(), Some("BAD_USER_INPUT"));
+
+    let ok = app
+        .gql(
+            change,
+            json!({ "c": "nina-password", "n": "brand-new-password" }),
+        )
+        .bearer(&here.access)
+        .send()
+        .await;
+    assert_eq!(ok.data()["changePassword"], true);
+    let me = app
+        .gql("{ me { username } }", json!({}))
+        .bearer(&here.access)
+        .send()
+        .await;
+    assert_eq!(me.data()["me"]["username"], "nina");
+    let gone = app
+        .gql("{ me { username } }", json!({}))
+        .bearer(&elsewhere.access)
+        .send()
+        .await;
+    assert_eq!(gone.status, 401);
+    assert_eq!(
+        app.login_response("nina", "nina-password")
+            .await
+            .error_code(),
+        Some("UNAUTHENTICATED")
+    );
+    assert!(
+        app.login_response("nina", "brand-new-password")
+            .await
+            .data()["login"]
+            .is_object()
+    );
+}

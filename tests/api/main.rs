@@ -1,0 +1,10 @@
+//! Integration tests: the real server, real SQLite and PostgreSQL (and Redis
+//! where a feature needs it), driven over HTTP and WebSocket.
+
+mod helpers;
+
+mod auth;
+mod cli;
+mod graphql_http;
+mod ops;
+mod websocket;
