@@ -35,6 +35,7 @@ use crate::{
     db,
     graphql::{self, Limits, TrellisSchema},
     http::{client::RequestMeta, ops},
+    jobs::{self, Jobs},
     telemetry,
 };
 
@@ -44,6 +45,7 @@ pub struct Services {
     pub config: Arc<Config>,
     pub db: DatabaseConnection,
     pub auth: Arc<AuthService>,
+    pub jobs: Jobs,
     pub redis: Option<redis::aio::ConnectionManager>,
 }
 
@@ -75,10 +77,16 @@ impl AppState {
             }
             None => None,
         };
+        let jobs = Jobs::new(
+            db.clone(),
+            config.runner_settings(),
+            jobs::registry(&db, Duration::from_secs(config.outbox_retention)),
+        );
         let services = Services {
             config: config.clone(),
             db,
             auth,
+            jobs,
             redis,
         };
         let schema = graphql::schema_builder(Limits {
@@ -122,6 +130,7 @@ pub fn router(state: AppState) -> Router {
             get(graphql::http::graphiql).post(graphql::http::graphql_post),
         )
         .route("/graphql/ws", get(graphql::http::graphql_ws))
+        .route("/tasks/{id}", get(jobs::http::get_task))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
@@ -200,32 +209,52 @@ async fn track_http(request: Request, next: Next) -> Response {
     response
 }
 
+/// Which parts of Trellis a process runs (`trellis serve --role`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Role {
+    /// API, workers, schedulers and the outbox publisher.
+    #[default]
+    All,
+    /// The API (and the publisher of its own events); no workers.
+    Api,
+    /// Workers, schedulers and the publisher; the HTTP listener still serves
+    /// `/healthz`, `/readyz` and `/metrics`.
+    Worker,
+}
+
 /// Runs the HTTP server until SIGTERM/SIGINT, then stops accepting, lets
 /// in-flight requests finish for up to `TRELLIS_SHUTDOWN_GRACE` seconds and
 /// closes the database pool.
-pub async fn serve(config: Config) -> anyhow::Result<()> {
+pub async fn serve(config: Config, role: Role) -> anyhow::Result<()> {
     let listen = config.listen;
     let grace = Duration::from_secs(config.shutdown_grace);
     let state = AppState::build(config).await?;
     let db = state.services.db.clone();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let background = match role {
+        Role::All | Role::Worker => state.services.jobs.start(stop_rx.clone()),
+        Role::Api => vec![state.services.jobs.start_publisher(stop_rx.clone())],
+    };
+    tracing::info!(role = ?role, worker_id = %state.services.jobs.settings().worker_id, "starting");
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("binding {listen} (TRELLIS_LISTEN)"))?;
     let addr = listener.local_addr()?;
     tracing::info!(addr = %addr, "listening");
 
-    let (stop_tx, mut stop_rx) = watch::channel(false);
+    let mut server_stop = stop_rx.clone();
     let server = axum::serve(
         listener,
         router(state).into_make_service_with_connect_info::<SocketAddr>(),
     )
     .with_graceful_shutdown(async move {
-        let _ = stop_rx.wait_for(|stop| *stop).await;
+        let _ = server_stop.wait_for(|stop| *stop).await;
     });
     let mut server = tokio::spawn(server.into_future());
 
     tokio::select! {
         result = &mut server => {
+            let _ = stop_tx.send(true);
             result??;
             return Ok(());
         }
@@ -242,6 +271,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             server.abort();
         }
     }
+    // Workers release or finish their tasks; the publisher flushes the outbox.
+    let _ = tokio::time::timeout(grace, futures_util::future::join_all(background)).await;
     db.close().await?;
     tracing::info!("stopped");
     Ok(())

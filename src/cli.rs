@@ -25,7 +25,11 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the server (the default when no command is given).
-    Serve,
+    Serve {
+        /// Which parts to run: all, api (no workers) or worker (no GraphQL).
+        #[arg(long, env = "TRELLIS_ROLE", value_enum, default_value_t = app::Role::All)]
+        role: app::Role,
+    },
     /// Apply pending database migrations and exit.
     Migrate,
     /// Manage accounts.
@@ -57,12 +61,14 @@ pub enum RoleArg {
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let config = cli.config;
-    match cli.command.unwrap_or(Command::Serve) {
+    match cli.command.unwrap_or(Command::Serve {
+        role: app::Role::All,
+    }) {
         Command::Schema { check } => return schema(check),
-        Command::Serve => {
+        Command::Serve { role } => {
             config.validate()?;
             telemetry::init_logging(&config)?;
-            app::serve(config).await?;
+            app::serve(config, role).await?;
         }
         Command::Migrate => {
             config.validate()?;

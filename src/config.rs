@@ -185,6 +185,90 @@ pub struct Config {
     )]
     pub graphql_max_batch: usize,
 
+    /// Workers for `q:short`.
+    #[arg(
+        long,
+        env = "TRELLIS_QUEUE_SHORT_CONCURRENCY",
+        default_value_t = 8,
+        global = true
+    )]
+    pub queue_short_concurrency: usize,
+
+    /// Workers for `q:medium`.
+    #[arg(
+        long,
+        env = "TRELLIS_QUEUE_MEDIUM_CONCURRENCY",
+        default_value_t = 4,
+        global = true
+    )]
+    pub queue_medium_concurrency: usize,
+
+    /// Workers for `q:long`.
+    #[arg(
+        long,
+        env = "TRELLIS_QUEUE_LONG_CONCURRENCY",
+        default_value_t = 2,
+        global = true
+    )]
+    pub queue_long_concurrency: usize,
+
+    /// Seconds a worker's lease on a task lasts without a heartbeat.
+    #[arg(long, env = "TRELLIS_TASK_LEASE", default_value_t = 30, global = true)]
+    pub task_lease: u64,
+
+    /// Attempts a task gets before it is `FAILED`.
+    #[arg(
+        long,
+        env = "TRELLIS_TASK_MAX_ATTEMPTS",
+        default_value_t = 5,
+        global = true
+    )]
+    pub task_max_attempts: i32,
+
+    /// First retry delay in milliseconds (doubles per attempt, with jitter).
+    #[arg(
+        long,
+        env = "TRELLIS_TASK_RETRY_BASE_MS",
+        default_value_t = 1000,
+        global = true
+    )]
+    pub task_retry_base_ms: u64,
+
+    /// Longest retry delay in seconds.
+    #[arg(
+        long,
+        env = "TRELLIS_TASK_RETRY_MAX",
+        default_value_t = 300,
+        global = true
+    )]
+    pub task_retry_max: u64,
+
+    /// Milliseconds between idle workers' checks for due tasks.
+    #[arg(
+        long,
+        env = "TRELLIS_TASK_POLL_MS",
+        default_value_t = 500,
+        global = true
+    )]
+    pub task_poll_ms: u64,
+
+    /// Seconds an idempotency key is remembered (at least a day).
+    #[arg(
+        long,
+        env = "TRELLIS_IDEMPOTENCY_TTL",
+        default_value_t = 86_400,
+        global = true
+    )]
+    pub idempotency_ttl: u64,
+
+    /// Seconds published outbox events are kept.
+    #[arg(long, env = "TRELLIS_OUTBOX_RETENTION", default_value_t = 7 * 86_400, global = true)]
+    pub outbox_retention: u64,
+
+    /// This process's name in task leases. Default: host name, process id and a random suffix.
+    #[arg(long, env = "TRELLIS_WORKER_ID", global = true)]
+    pub worker_id: Option<String>,
+
     /// Seconds to wait for in-flight requests after SIGTERM/SIGINT.
     #[arg(
         long,
@@ -249,6 +333,29 @@ impl Config {
         Duration::from_secs(self.session_ttl)
     }
 
+    /// The job runner's settings.
+    pub fn runner_settings(&self) -> crate::jobs::runner::RunnerSettings {
+        let worker_id = self.worker_id.clone().unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/etc/hostname")
+                .map(|name| name.trim().to_owned())
+                .unwrap_or_else(|_| "trellis".to_owned());
+            let suffix: u32 = rand::random();
+            format!("{host}-{}-{suffix:08x}", std::process::id())
+        });
+        crate::jobs::runner::RunnerSettings {
+            worker_id,
+            concurrency_short: self.queue_short_concurrency,
+            concurrency_medium: self.queue_medium_concurrency,
+            concurrency_long: self.queue_long_concurrency,
+            lease: Duration::from_secs(self.task_lease),
+            max_attempts: self.task_max_attempts,
+            retry_base: Duration::from_millis(self.task_retry_base_ms),
+            retry_max: Duration::from_secs(self.task_retry_max),
+            idempotency_ttl: Duration::from_secs(self.idempotency_ttl),
+            poll_interval: Duration::from_millis(self.task_poll_ms.max(10)),
+        }
+    }
+
     /// Checks the relations between knobs that clap cannot express.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.backend()?;
@@ -280,6 +387,16 @@ impl Config {
                     "TRELLIS_CORS_ALLOWED_ORIGINS: `{origin}` is not an http(s) origin"
                 )));
             }
+        }
+        if self.idempotency_ttl < 86_400 {
+            return Err(ConfigError::Invalid(
+                "TRELLIS_IDEMPOTENCY_TTL must be at least 86400 (keys are kept for 24 h)".into(),
+            ));
+        }
+        if self.task_lease == 0 || self.task_max_attempts < 1 {
+            return Err(ConfigError::Invalid(
+                "TRELLIS_TASK_LEASE and TRELLIS_TASK_MAX_ATTEMPTS must be at least 1".into(),
+            ));
         }
         if self.admin_user.is_some() != self.admin_password.is_some() {
             return Err(ConfigError::Invalid(

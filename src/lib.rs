@@ -13,4 +13,5 @@ pub mod db;
 pub mod error;
 pub mod graphql;
 pub mod http;
+pub mod jobs;
 pub mod telemetry;

@@ -1,7 +1,13 @@
 //! SeaORM entities, one file per table. The migrations in `migration/` are
 //! the source of truth for the schema; these mirror them for typed queries.
 
+pub mod idempotency_key;
 pub mod instance_secret;
+pub mod outbox_event;
+pub mod periodic_run;
+pub mod probe_effect;
 pub mod refresh_token;
 pub mod session;
+pub mod task;
+pub mod task_scope;
 pub mod user;

@@ -10,12 +10,16 @@
 pub use sea_orm_migration::prelude::*;
 
 mod m20261130_000001_users_and_sessions;
+mod m20261130_000002_jobs;
 
 pub struct Migrator;
 
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261130_000001_users_and_sessions::Migration)]
+        vec![
+            Box::new(m20261130_000001_users_and_sessions::Migration),
+            Box::new(m20261130_000002_jobs::Migration),
+        ]
     }
 }

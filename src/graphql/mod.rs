@@ -8,19 +8,26 @@ pub mod http;
 pub mod loaders;
 pub mod pagination;
 
-use async_graphql::{EmptySubscription, MergedObject, Schema, SchemaBuilder};
+use async_graphql::{MergedObject, MergedSubscription, Schema, SchemaBuilder};
 
-use crate::auth::graphql::{AuthMutation, AuthQuery};
+use crate::{
+    auth::graphql::{AuthMutation, AuthQuery},
+    jobs::graphql::{JobsMutation, JobsQuery, JobsSubscription},
+};
 
 #[derive(MergedObject, Default)]
 #[graphql(name = "Query")]
-pub struct QueryRoot(AuthQuery);
+pub struct QueryRoot(AuthQuery, JobsQuery);
 
 #[derive(MergedObject, Default)]
 #[graphql(name = "Mutation")]
-pub struct MutationRoot(AuthMutation);
+pub struct MutationRoot(AuthMutation, JobsMutation);
 
-pub type TrellisSchema = Schema<QueryRoot, MutationRoot, EmptySubscription>;
+#[derive(MergedSubscription, Default)]
+#[graphql(name = "Subscription")]
+pub struct SubscriptionRoot(JobsSubscription);
+
+pub type TrellisSchema = Schema<QueryRoot, MutationRoot, SubscriptionRoot>;
 
 /// Static limits applied to every operation.
 #[derive(Debug, Clone, Copy)]
@@ -41,11 +48,11 @@ impl Default for Limits {
 }
 
 /// The schema with its limits; the caller adds runtime data (services).
-pub fn schema_builder(limits: Limits) -> SchemaBuilder<QueryRoot, MutationRoot, EmptySubscription> {
+pub fn schema_builder(limits: Limits) -> SchemaBuilder<QueryRoot, MutationRoot, SubscriptionRoot> {
     Schema::build(
         QueryRoot::default(),
         MutationRoot::default(),
-        EmptySubscription,
+        SubscriptionRoot::default(),
     )
     .limit_depth(limits.max_depth)
     .limit_complexity(limits.max_complexity)

@@ -123,6 +123,8 @@ pub struct TestApp {
     pub addr: SocketAddr,
     pub client: reqwest::Client,
     pub child: Child,
+    /// The environment it was started with, for `restart`.
+    env: Vec<(String, String)>,
     // Held so the data directory and the database live as long as the server.
     _dir: tempfile::TempDir,
     _db: TestDatabase,
@@ -148,17 +150,24 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
 pub async fn spawn_app_with(backend: Backend, options: AppOptions) -> TestApp {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = TestDatabase::create(backend, dir.path()).await;
-    let mut command = trellis_command(dir.path(), &db.url);
+    let command = serve_command(dir.path(), &db.url, &options.env);
+    let mut app = TestApp::from_command(command, db, dir).await;
+    app.env = options.env;
+    app
+}
+
+fn serve_command(dir: &Path, database_url: &str, env: &[(String, String)]) -> Command {
+    let mut command = trellis_command(dir, database_url);
     command
         .env("TRELLIS_LISTEN", "127.0.0.1:0")
         .env("TRELLIS_ADMIN_USER", ADMIN_USER)
         .env("TRELLIS_ADMIN_PASSWORD", ADMIN_PASSWORD)
         .env("TRELLIS_JWT_SECRET", JWT_SECRET)
         .arg("serve");
-    for (key, value) in &options.env {
+    for (key, value) in env {
         command.env(key, value);
     }
-    TestApp::from_command(command, db, dir).await
+    command
 }
 
 /// The `trellis` binary with a clean environment: only what the test sets.
@@ -309,9 +318,33 @@ impl TestApp {
                 .build()
                 .expect("http client"),
             child,
+            env: Vec::new(),
             _dir: dir,
             _db: db,
         }
+    }
+
+    /// SIGKILLs the server: no shutdown, no lease released.
+    pub async fn kill(&mut self) {
+        self.child.kill().await.expect("kill server");
+    }
+
+    /// Starts the server again on the same database and data directory
+    /// (after `kill` or `terminate`), optionally with extra variables.
+    pub async fn restart(&mut self, extra: &[(&str, &str)]) {
+        let mut env = self.env.clone();
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let command = serve_command(self._dir.path(), &self._db.url, &env);
+        let (child, addr) = start_server(command).await;
+        self.child = child;
+        self.addr = addr;
+    }
+
+    /// A direct connection to the server's database, to check effects.
+    pub async fn database(&self) -> sea_orm::DatabaseConnection {
+        Database::connect(self._db.url.as_str())
+            .await
+            .expect("connect to the test database")
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -379,7 +412,7 @@ impl TestApp {
     }
 
     /// Sends SIGTERM and waits for the exit status.
-    pub async fn terminate(mut self) -> std::process::ExitStatus {
+    pub async fn terminate(&mut self) -> std::process::ExitStatus {
         let pid = self.child.id().expect("running child");
         let status = std::process::Command::new("kill")
             .args(["-TERM", &pid.to_string()])

@@ -6,5 +6,6 @@ mod helpers;
 mod auth;
 mod cli;
 mod graphql_http;
+mod jobs;
 mod ops;
 mod websocket;

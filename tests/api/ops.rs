@@ -66,7 +66,7 @@ async fn metrics_are_prometheus_text(backend: Backend) {
 }
 
 async fn sigterm_shuts_down_gracefully(backend: Backend) {
-    let app = spawn_app(backend).await;
+    let mut app = spawn_app(backend).await;
     assert_eq!(
         app.client
             .get(app.url("/healthz"))

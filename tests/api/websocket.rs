@@ -18,10 +18,10 @@ on_both_backends!(
     cookie_authenticates_only_from_an_allowed_origin,
 );
 
-type Socket =
+pub type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-async fn open(app: &TestApp, headers: &[(&str, &str)]) -> Socket {
+pub async fn open(app: &TestApp, headers: &[(&str, &str)]) -> Socket {
     let mut request = format!("ws://{}/graphql/ws", app.addr)
         .into_client_request()
         .unwrap();
@@ -42,7 +42,7 @@ async fn open(app: &TestApp, headers: &[(&str, &str)]) -> Socket {
     socket
 }
 
-async fn send(socket: &mut Socket, message: Value) {
+pub async fn send(socket: &mut Socket, message: Value) {
     socket
         .send(Message::Text(message.to_string().into()))
         .await
@@ -50,7 +50,7 @@ async fn send(socket: &mut Socket, message: Value) {
 }
 
 /// The next protocol message, or None when the server closed the socket.
-async fn next(socket: &mut Socket) -> Option<Value> {
+pub async fn next(socket: &mut Socket) -> Option<Value> {
     loop {
         let message = tokio::time::timeout(std::time::Duration::from_secs(10), socket.next())
             .await

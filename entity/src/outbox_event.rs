@@ -1,0 +1,21 @@
+use sea_orm::entity::prelude::*;
+
+/// An event committed together with the change it describes.
+#[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+#[sea_orm(table_name = "outbox_events")]
+pub struct Model {
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    pub topic: String,
+    pub aggregate_id: String,
+    /// The user the event concerns; `None` for instance-wide events.
+    pub owner_id: Option<Uuid>,
+    pub payload: Json,
+    pub created_at: DateTimeUtc,
+    pub published_at: Option<DateTimeUtc>,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,258 @@
+//! GraphQL surface of the runner: `task`, `tasks`, `cancelTask`,
+//! `probeTask`, and the `taskUpdated` / `events` subscriptions.
+
+use async_graphql::{Context, ID, InputObject, Json, Object, SimpleObject, Subscription};
+use chrono::{DateTime, Utc};
+use entity::task;
+use futures_util::Stream;
+use sea_orm::{ColumnTrait, QueryFilter};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use uuid::Uuid;
+
+use super::{
+    Jobs,
+    bus::Event,
+    model::{NewTask, Queue, TASK_UPDATED, Task, TaskStatus},
+    probe,
+};
+use crate::{
+    auth::Viewer,
+    error::{AppError, AppResult},
+    graphql::{
+        context::ContextExt,
+        pagination::{KeyValue, Keyset, KeysetConnection, PageRequest, paginate},
+    },
+};
+
+pub fn parse_id(field: &'static str, id: &ID) -> AppResult<Uuid> {
+    Uuid::parse_str(id.as_str()).map_err(|_| AppError::bad_input(field, "not a valid id"))
+}
+
+/// Narrows `tasks`.
+#[derive(InputObject, Default)]
+pub struct TaskFilter {
+    pub status: Option<TaskStatus>,
+    pub kind: Option<String>,
+    pub queue: Option<Queue>,
+}
+
+/// A canary task that exercises the runner end to end.
+#[derive(InputObject)]
+pub struct ProbeTaskInput {
+    /// Number of stages, 1–8.
+    #[graphql(default = 1)]
+    pub stages: i32,
+    /// Time each stage spends before writing its effect, 0–60000 ms.
+    #[graphql(default = 0)]
+    pub sleep_ms: i32,
+    /// The first this-many attempts fail on purpose (to watch retries).
+    #[graphql(default = 0)]
+    pub fail_attempts: i32,
+    #[graphql(default_with = "Queue::Short")]
+    pub queue: Queue,
+    pub max_attempts: Option<i32>,
+    /// Probes on the same scope supersede older ones.
+    pub scope: Option<String>,
+    pub idempotency_key: Option<String>,
+}
+
+/// An event from the transactional outbox.
+#[derive(SimpleObject, Clone, Debug)]
+#[graphql(name = "Event")]
+pub struct EventMessage {
+    /// Increases in publication order.
+    pub id: ID,
+    pub topic: String,
+    pub aggregate_id: String,
+    pub payload: Json<Value>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<&Event> for EventMessage {
+    fn from(event: &Event) -> Self {
+        EventMessage {
+            id: ID(event.id.to_string()),
+            topic: event.topic.clone(),
+            aggregate_id: event.aggregate_id.clone(),
+            payload: Json(event.payload.clone()),
+            created_at: event.created_at,
+        }
+    }
+}
+
+fn jobs<'a>(ctx: &'a Context<'_>) -> AppResult<&'a Jobs> {
+    Ok(&ctx.services()?.jobs)
+}
+
+#[derive(Default)]
+pub struct JobsQuery;
+
+#[Object]
+impl JobsQuery {
+    /// A task: your own, or any for admins. Null when absent or not yours.
+    async fn task(&self, ctx: &Context<'_>, id: ID) -> async_graphql::Result<Option<Task>> {
+        let viewer = ctx.viewer()?;
+        let id = parse_id("id", &id)?;
+        Ok(jobs(ctx)?.get(viewer, id).await?.as_ref().map(Task::from))
+    }
+
+    /// Tasks, newest first: your own, or all for admins.
+    async fn tasks(
+        &self,
+        ctx: &Context<'_>,
+        filter: Option<TaskFilter>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<KeysetConnection<Task>> {
+        let viewer = ctx.viewer()?;
+        let jobs = jobs(ctx)?;
+        let filter = filter.unwrap_or_default();
+        let mut select = jobs.visible_tasks(viewer);
+        if let Some(status) = filter.status {
+            select = select.filter(task::Column::Status.eq(status.as_str()));
+        }
+        if let Some(kind) = filter.kind {
+            select = select.filter(task::Column::Kind.eq(kind));
+        }
+        if let Some(queue) = filter.queue {
+            select = select.filter(task::Column::Queue.eq(queue.as_str()));
+        }
+        Ok(paginate(
+            jobs.db(),
+            select,
+            Keyset::descending(vec![task::Column::CreatedAt, task::Column::Id]),
+            PageRequest::new(first, after)?,
+            |t| vec![KeyValue::Time(t.created_at), KeyValue::Uuid(t.id)],
+            |t| Task::from(&t),
+        )
+        .await?)
+    }
+}
+
+#[derive(Default)]
+pub struct JobsMutation;
+
+#[Object]
+impl JobsMutation {
+    /// Cancels a task: at once if queued, at its next stage boundary if
+    /// running. `CONFLICT` once it has finished.
+    async fn cancel_task(&self, ctx: &Context<'_>, id: ID) -> async_graphql::Result<Task> {
+        let viewer = ctx.viewer()?;
+        let id = parse_id("id", &id)?;
+        Ok(Task::from(&jobs(ctx)?.cancel(viewer, id).await?))
+    }
+
+    /// Enqueues a canary task (admins). Returns at once with the task.
+    async fn probe_task(
+        &self,
+        ctx: &Context<'_>,
+        input: ProbeTaskInput,
+    ) -> async_graphql::Result<Task> {
+        let viewer = ctx.admin()?;
+        if !(1..=probe::MAX_STAGES as i32).contains(&input.stages) {
+            return Err(AppError::bad_input("stages", "stages must be 1–8").into());
+        }
+        if !(0..=probe::MAX_SLEEP_MS as i32).contains(&input.sleep_ms) {
+            return Err(AppError::bad_input("sleepMs", "sleepMs must be 0–60000").into());
+        }
+        if input.fail_attempts < 0 || input.max_attempts.is_some_and(|n| !(1..=100).contains(&n)) {
+            return Err(AppError::bad_input(
+                "maxAttempts",
+                "failAttempts ≥ 0 and maxAttempts 1–100",
+            )
+            .into());
+        }
+        let mut new = NewTask::new(
+            probe::KIND,
+            input.queue,
+            json!({ "stages": input.stages, "sleepMs": input.sleep_ms, "failAttempts": input.fail_attempts }),
+        );
+        new.owner_id = Some(viewer.user_id);
+        new.idempotency_key = input.idempotency_key;
+        new.scope = input.scope.map(|scope| format!("probe:{scope}"));
+        new.max_attempts = input.max_attempts;
+        let enqueued = jobs(ctx)?.enqueue(new).await?;
+        Ok(Task::from(&enqueued.task))
+    }
+}
+
+#[derive(Default)]
+pub struct JobsSubscription;
+
+#[Subscription]
+impl JobsSubscription {
+    /// The task now, then again on every status or stage change; completes
+    /// after a terminal state (`SUCCEEDED`, `FAILED`, `SUPERSEDED`, `CANCELLED`).
+    async fn task_updated(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+    ) -> async_graphql::Result<impl Stream<Item = Task> + use<>> {
+        let viewer = ctx.viewer()?.clone();
+        let jobs = jobs(ctx)?.clone();
+        let id = parse_id("id", &id)?;
+        // Subscribe before reading, so no change falls between the two.
+        let mut events = jobs.bus().subscribe();
+        let current = jobs
+            .get(&viewer, id)
+            .await?
+            .ok_or(AppError::NotFound("task"))?;
+        let aggregate = id.to_string();
+        Ok(async_stream::stream! {
+            let mut last = Task::from(&current);
+            let mut done = last.status.is_terminal();
+            yield last.clone();
+            while !done {
+                let next = match events.recv().await {
+                    Ok(event) if event.topic == TASK_UPDATED && event.aggregate_id == aggregate => {
+                        serde_json::from_value::<Task>(event.payload.clone()).ok()
+                    }
+                    Ok(_) => continue,
+                    // Fell behind: the database has the truth.
+                    Err(RecvError::Lagged(_)) => match jobs.get(&viewer, id).await {
+                        Ok(Some(model)) => Some(Task::from(&model)),
+                        _ => None,
+                    },
+                    Err(RecvError::Closed) => break,
+                };
+                let Some(task) = next else { continue };
+                if task.updated_at < last.updated_at {
+                    continue;
+                }
+                done = task.status.is_terminal();
+                last = task.clone();
+                yield task;
+            }
+        })
+    }
+
+    /// Outbox events as they are published, optionally only some topics
+    /// (e.g. `task.updated`). Members receive events about themselves and
+    /// instance-wide ones; admins receive all.
+    async fn events(
+        &self,
+        ctx: &Context<'_>,
+        topics: Option<Vec<String>>,
+    ) -> async_graphql::Result<impl Stream<Item = EventMessage> + use<>> {
+        let viewer: Viewer = ctx.viewer()?.clone();
+        let mut events = jobs(ctx)?.bus().subscribe();
+        Ok(async_stream::stream! {
+            loop {
+                match events.recv().await {
+                    Ok(event) => {
+                        let wanted = topics.as_ref().is_none_or(|topics| topics.iter().any(|t| *t == event.topic));
+                        let allowed = viewer.is_admin() || event.owner_id.is_none_or(|owner| owner == viewer.user_id);
+                        if wanted && allowed {
+                            yield EventMessage::from(event.as_ref());
+                        }
+                    }
+                    Err(RecvError::Lagged(missed)) => {
+                        tracing::warn!(missed, "events subscriber lagged");
+                    }
+                    Err(RecvError::Closed) => break,
+                }
+            }
+        })
+    }
+}

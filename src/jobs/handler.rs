@@ -1,0 +1,123 @@
+//! What a task kind implements. The runner owns leases, retries, stages and
+//! generations; a handler does the work of one stage. Slow work (network,
+//! computation) happens first, outside any transaction; then the handler
+//! asks [`StageRun::txn`] for the stage's transaction and writes its
+//! effects there, so they commit together with the record that the stage
+//! is done — or not at all.
+
+use std::{collections::HashMap, sync::Arc};
+
+use entity::task;
+use sea_orm::{DatabaseConnection, DatabaseTransaction};
+use serde_json::Value;
+
+use super::{model::Queue, store};
+use crate::error::AppError;
+
+/// Why a stage did not complete.
+#[derive(Debug)]
+pub enum StageError {
+    /// Worth another attempt (network trouble, a busy upstream): the task is
+    /// retried with backoff until `max_attempts`.
+    Retry(anyhow::Error),
+    /// Retrying cannot help (invalid payload, a permanent refusal).
+    Fail(String),
+    /// A newer generation of the task's scope exists; nothing was written.
+    Superseded,
+    /// This worker's lease was taken over; nothing was written.
+    LeaseLost,
+    /// Cancellation was requested; this stage's work is discarded.
+    Cancelled,
+}
+
+impl From<sea_orm::DbErr> for StageError {
+    fn from(error: sea_orm::DbErr) -> Self {
+        StageError::Retry(error.into())
+    }
+}
+
+impl From<AppError> for StageError {
+    fn from(error: AppError) -> Self {
+        StageError::Retry(anyhow::anyhow!(error.to_string()))
+    }
+}
+
+/// One stage's run: the task, the stage, and (on demand) the transaction
+/// its effects go in.
+pub struct StageRun<'a> {
+    pub task: &'a task::Model,
+    /// Zero-based index into [`TaskHandler::stages`].
+    pub index: usize,
+    pub name: &'static str,
+    /// For reads and slow work before the transaction.
+    pub db: &'a DatabaseConnection,
+    /// Set by the last stage: the task's `result`.
+    pub result: Option<Value>,
+    /// Set by any stage: the task's `progress`.
+    pub progress: Option<Value>,
+    pub(super) worker: &'a str,
+    pub(super) next_stage: Option<&'static str>,
+    pub(super) txn: Option<DatabaseTransaction>,
+}
+
+impl StageRun<'_> {
+    /// The stage's transaction: opened on first call by recording the stage
+    /// as done (only while this worker holds the lease) and checking the
+    /// scope's generation.
+    pub async fn txn(&mut self) -> Result<&DatabaseTransaction, StageError> {
+        if self.txn.is_none() {
+            let txn = match store::begin_stage(
+                self.db,
+                self.task.id,
+                self.worker,
+                self.index as i32 + 1,
+                self.next_stage,
+            )
+            .await?
+            {
+                store::StageTxn::Open(txn) => txn,
+                store::StageTxn::CancelRequested => return Err(StageError::Cancelled),
+                store::StageTxn::LeaseLost => return Err(StageError::LeaseLost),
+            };
+            if let Some(scope) = &self.task.scope {
+                let latest = store::current_generation(&txn, scope).await?;
+                if latest > self.task.generation.unwrap_or(0) {
+                    txn.rollback().await?;
+                    return Err(StageError::Superseded);
+                }
+            }
+            self.txn = Some(txn);
+        }
+        self.txn
+            .as_ref()
+            .ok_or_else(|| StageError::Retry(anyhow::anyhow!("stage transaction missing")))
+    }
+}
+
+#[async_trait::async_trait]
+pub trait TaskHandler: Send + Sync + 'static {
+    /// The `kind` column value.
+    fn kind(&self) -> &'static str;
+    /// The queue a task of this kind goes to unless the caller chooses.
+    fn queue(&self) -> Queue;
+    /// Named stages, run in order; a crashed task resumes at the first stage
+    /// not committed. Single-step kinds have one.
+    fn stages(&self, task: &task::Model) -> Vec<&'static str>;
+    async fn run_stage(&self, run: &mut StageRun<'_>) -> Result<(), StageError>;
+}
+
+/// The handlers this process can run, by kind.
+#[derive(Default, Clone)]
+pub struct Registry {
+    handlers: HashMap<&'static str, Arc<dyn TaskHandler>>,
+}
+
+impl Registry {
+    pub fn register(&mut self, handler: Arc<dyn TaskHandler>) {
+        self.handlers.insert(handler.kind(), handler);
+    }
+
+    pub fn get(&self, kind: &str) -> Option<&Arc<dyn TaskHandler>> {
+        self.handlers.get(kind)
+    }
+}

@@ -1,0 +1,38 @@
+//! `GET /tasks/{id}` for clients that do not speak GraphQL.
+
+use axum::{
+    Json,
+    extract::{Path, State},
+    http::HeaderMap,
+    response::{IntoResponse, Response},
+};
+use uuid::Uuid;
+
+use super::model::Task;
+use crate::{app::AppState, error::AppError, http::identify};
+
+/// The task as JSON (the GraphQL `Task` fields); 401 without credentials,
+/// 404 when absent or not the caller's.
+pub async fn get_task(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let result = async {
+        let viewer = identify(&state.services.auth, &headers)
+            .await?
+            .ok_or(AppError::Unauthenticated("sign in to read tasks"))?;
+        let id = Uuid::parse_str(&id).map_err(|_| AppError::NotFound("task"))?;
+        state
+            .services
+            .jobs
+            .get(&viewer, id)
+            .await?
+            .ok_or(AppError::NotFound("task"))
+    }
+    .await;
+    match result {
+        Ok(task) => Json(Task::from(&task)).into_response(),
+        Err(error) => error.into_response(),
+    }
+}

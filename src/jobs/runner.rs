@@ -1,0 +1,411 @@
+//! Worker pools (one per queue, each with its own concurrency), the
+//! heartbeat that keeps a running task's lease, the reaper that reclaims
+//! expired leases, and the periodic-job scheduler.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use chrono::Utc;
+use entity::task;
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
+    Statement, TransactionTrait,
+};
+use tokio::{
+    sync::{OwnedSemaphorePermit, Semaphore, watch},
+    task::JoinHandle,
+};
+
+use super::{
+    Jobs,
+    handler::{StageError, StageRun},
+    model::{NewTask, Queue, TaskStatus},
+    policy,
+    store::{self, Finish, Heartbeat},
+};
+
+/// Runner knobs (from `TRELLIS_QUEUE_*`, `TRELLIS_TASK_*`).
+#[derive(Debug, Clone)]
+pub struct RunnerSettings {
+    pub worker_id: String,
+    pub concurrency_short: usize,
+    pub concurrency_medium: usize,
+    pub concurrency_long: usize,
+    pub lease: Duration,
+    pub max_attempts: i32,
+    pub retry_base: Duration,
+    pub retry_max: Duration,
+    pub idempotency_ttl: Duration,
+    /// How often idle workers look for due tasks they were not woken for
+    /// (retries whose backoff ended, work enqueued by other processes).
+    pub poll_interval: Duration,
+}
+
+impl RunnerSettings {
+    /// Retry or give up, per [`policy::after_failed_attempt`].
+    pub fn after_failed_attempt(&self, task: &task::Model, error: String) -> Finish {
+        policy::after_failed_attempt(
+            task.attempt_count,
+            task.max_attempts,
+            error,
+            Utc::now(),
+            policy::RetryPolicy {
+                base: self.retry_base,
+                max: self.retry_max,
+            },
+            rand::random(),
+        )
+    }
+
+    pub fn concurrency(&self, queue: Queue) -> usize {
+        match queue {
+            Queue::Short => self.concurrency_short,
+            Queue::Medium => self.concurrency_medium,
+            Queue::Long => self.concurrency_long,
+        }
+        .max(1)
+    }
+}
+
+/// A job that fires once per `period` across all processes.
+#[derive(Clone)]
+pub struct Periodic {
+    pub name: &'static str,
+    pub period: Duration,
+    pub task: fn() -> NewTask,
+}
+
+/// Starts the worker pools, the reaper and the periodic scheduler.
+pub fn start(
+    jobs: &Jobs,
+    periodic: Vec<Periodic>,
+    stop: watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
+    let mut handles: Vec<JoinHandle<()>> = Queue::ALL
+        .into_iter()
+        .map(|queue| tokio::spawn(queue_loop(jobs.clone(), queue, stop.clone())))
+        .collect();
+    handles.push(tokio::spawn(reaper_loop(jobs.clone(), stop.clone())));
+    handles.push(tokio::spawn(periodic_loop(jobs.clone(), periodic, stop)));
+    handles
+}
+
+async fn queue_loop(jobs: Jobs, queue: Queue, mut stop: watch::Receiver<bool>) {
+    let settings = jobs.settings().clone();
+    let concurrency = settings.concurrency(queue);
+    let slots = Arc::new(Semaphore::new(concurrency));
+    let wake = jobs.queue_wake(queue);
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        let permit = tokio::select! {
+            permit = slots.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+            _ = stop.wait_for(|stop| *stop) => break,
+        };
+        match jobs.dispatch_next(queue).await {
+            Ok(Some(task)) => {
+                tokio::spawn(execute(jobs.clone(), task, permit, stop.clone()));
+            }
+            Ok(None) => {
+                drop(permit);
+                tokio::select! {
+                    _ = wake.notified() => {}
+                    _ = tokio::time::sleep(settings.poll_interval) => {}
+                    _ = stop.wait_for(|stop| *stop) => break,
+                }
+            }
+            Err(error) => {
+                drop(permit);
+                tracing::warn!(queue = queue.key(), error = %error, "claiming a task failed; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+    // Let running tasks reach a stage boundary and release or finish.
+    let _ = tokio::time::timeout(
+        Duration::from_secs(30),
+        slots.acquire_many(concurrency as u32),
+    )
+    .await;
+}
+
+/// Runs one claimed task to a stage boundary it cannot pass: the end, an
+/// error, a cancellation, supersession, a lost lease, or shutdown.
+async fn execute(
+    jobs: Jobs,
+    task: task::Model,
+    _permit: OwnedSemaphorePermit,
+    stop: watch::Receiver<bool>,
+) {
+    let settings = jobs.settings().clone();
+    let queue = task.queue.clone();
+    metrics::gauge!("trellis_tasks_running", "queue" => queue.clone()).increment(1.0);
+    if task.attempt_count == 1
+        && let Some(started) = task.started_at
+    {
+        let pickup = (started - task.created_at).to_std().unwrap_or_default();
+        metrics::histogram!("trellis_task_pickup_seconds", "queue" => queue.clone())
+            .record(pickup.as_secs_f64());
+    }
+
+    let lost = Arc::new(AtomicBool::new(false));
+    let cancel = Arc::new(AtomicBool::new(task.cancel_requested));
+    let heartbeat = tokio::spawn(heartbeat_loop(
+        jobs.db().clone(),
+        task.id,
+        settings.worker_id.clone(),
+        settings.lease,
+        lost.clone(),
+        cancel.clone(),
+    ));
+
+    let outcome = run_stages(&jobs, &task, &lost, &cancel, &stop).await;
+    heartbeat.abort();
+
+    let finished = match outcome {
+        Some(outcome) => store::finish(jobs.db(), task.id, &settings.worker_id, outcome).await,
+        None => Ok(None),
+    };
+    match finished {
+        Ok(Some(model)) => {
+            let status = TaskStatus::parse(&model.status).unwrap_or(TaskStatus::Failed);
+            if status.is_terminal()
+                && let (Some(started), Some(finished)) = (model.started_at, model.finished_at)
+            {
+                metrics::histogram!("trellis_task_run_seconds", "queue" => queue.clone(), "status" => model.status.clone())
+                    .record((finished - started).to_std().unwrap_or_default().as_secs_f64());
+            }
+            if status == TaskStatus::Queued {
+                metrics::counter!("trellis_task_retries_total", "queue" => queue.clone())
+                    .increment(1);
+            }
+            jobs.after_commit(Some(&model));
+        }
+        Ok(None) => {
+            tracing::warn!(task_id = %task.id, "lease lost before the task could be finished");
+        }
+        Err(error) => {
+            tracing::error!(task_id = %task.id, error = %error, "recording a task's outcome failed")
+        }
+    }
+    metrics::gauge!("trellis_tasks_running", "queue" => queue).decrement(1.0);
+}
+
+/// Runs the remaining stages; returns how the task ends, or `None` when the
+/// lease was lost (another worker owns it now).
+async fn run_stages(
+    jobs: &Jobs,
+    task: &task::Model,
+    lost: &AtomicBool,
+    cancel: &AtomicBool,
+    stop: &watch::Receiver<bool>,
+) -> Option<Finish> {
+    let settings = jobs.settings();
+    let Some(handler) = jobs.registry().get(&task.kind).cloned() else {
+        return Some(Finish::Failed(format!(
+            "no handler for task kind `{}`",
+            task.kind
+        )));
+    };
+    let stages = handler.stages(task);
+    let mut result = None;
+    for index in (task.stages_done.max(0) as usize)..stages.len() {
+        if lost.load(Ordering::SeqCst) {
+            return None;
+        }
+        if cancel.load(Ordering::SeqCst) {
+            return Some(Finish::Cancelled);
+        }
+        if *stop.borrow() {
+            return Some(Finish::Release);
+        }
+        let mut run = StageRun {
+            task,
+            index,
+            name: stages[index],
+            db: jobs.db(),
+            result: None,
+            progress: None,
+            worker: &settings.worker_id,
+            next_stage: stages.get(index + 1).copied(),
+            txn: None,
+        };
+        let outcome = match handler.run_stage(&mut run).await {
+            Ok(()) => commit_stage(&mut run).await,
+            Err(error) => Err(error),
+        };
+        if let Some(txn) = run.txn.take() {
+            // Commit consumed it on success; anything left here failed.
+            let _ = txn.rollback().await;
+        }
+        match outcome {
+            Ok(()) => {
+                result = run.result.take().or(result);
+                jobs.after_commit(None);
+            }
+            Err(StageError::LeaseLost) => return None,
+            Err(StageError::Cancelled) => return Some(Finish::Cancelled),
+            Err(StageError::Superseded) => return Some(Finish::Superseded),
+            Err(StageError::Fail(message)) => return Some(Finish::Failed(message)),
+            Err(StageError::Retry(error)) => {
+                let message = format!("{error:#}");
+                tracing::info!(task_id = %task.id, stage = stages[index], attempt = task.attempt_count, error = %message, "stage failed");
+                return Some(settings.after_failed_attempt(task, message));
+            }
+        }
+    }
+    Some(Finish::Succeeded(result))
+}
+
+/// Commits a successful stage: opens the transaction if the handler did not
+/// need one, stores progress, emits the task's new state.
+async fn commit_stage(run: &mut StageRun<'_>) -> Result<(), StageError> {
+    let progress = run.progress.take();
+    let task_id = run.task.id;
+    let txn = run.txn().await?;
+    if let Some(progress) = progress {
+        use sea_orm::sea_query::Expr;
+        task::Entity::update_many()
+            .col_expr(task::Column::Progress, Expr::value(progress))
+            .filter(task::Column::Id.eq(task_id))
+            .exec(txn)
+            .await?;
+    }
+    if let Some(model) = task::Entity::find_by_id(task_id).one(txn).await? {
+        store::emit_task_updated(txn, &model).await?;
+    }
+    let txn = run
+        .txn
+        .take()
+        .ok_or_else(|| StageError::Retry(anyhow::anyhow!("stage transaction missing")))?;
+    txn.commit().await?;
+    Ok(())
+}
+
+async fn heartbeat_loop(
+    db: DatabaseConnection,
+    id: uuid::Uuid,
+    worker: String,
+    lease: Duration,
+    lost: Arc<AtomicBool>,
+    cancel: Arc<AtomicBool>,
+) {
+    let every = (lease / 3).max(Duration::from_millis(100));
+    loop {
+        tokio::time::sleep(every).await;
+        match store::renew_lease(&db, id, &worker, lease).await {
+            Ok(Heartbeat::Held { cancel_requested }) => {
+                if cancel_requested {
+                    cancel.store(true, Ordering::SeqCst);
+                }
+            }
+            Ok(Heartbeat::Lost) => {
+                lost.store(true, Ordering::SeqCst);
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(task_id = %id, error = %error, "heartbeat failed; will retry")
+            }
+        }
+    }
+}
+
+async fn reaper_loop(jobs: Jobs, mut stop: watch::Receiver<bool>) {
+    let settings = jobs.settings().clone();
+    let every = (settings.lease / 4).clamp(Duration::from_millis(200), Duration::from_secs(5));
+    loop {
+        match store::reap_expired_leases(jobs.db(), |task, error| {
+            settings.after_failed_attempt(task, error)
+        })
+        .await
+        {
+            Ok(reaped) => {
+                for task in &reaped {
+                    jobs.after_commit(Some(task));
+                }
+            }
+            Err(error) => tracing::warn!(error = %error, "reaping expired leases failed"),
+        }
+        record_queue_depths(jobs.db()).await;
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.wait_for(|stop| *stop) => break,
+        }
+    }
+}
+
+async fn record_queue_depths(db: &DatabaseConnection) {
+    for queue in Queue::ALL {
+        let depth = task::Entity::find()
+            .filter(task::Column::Queue.eq(queue.as_str()))
+            .filter(task::Column::Status.eq(TaskStatus::Queued.as_str()))
+            .count(db)
+            .await;
+        if let Ok(depth) = depth {
+            metrics::gauge!("trellis_queue_depth", "queue" => queue.key()).set(depth as f64);
+        }
+    }
+}
+
+/// Fires each periodic job once per period across every process sharing the
+/// database: the period is claimed with a compare-and-set, and the task is
+/// enqueued in the same transaction.
+async fn periodic_loop(jobs: Jobs, periodic: Vec<Periodic>, mut stop: watch::Receiver<bool>) {
+    if periodic.is_empty() {
+        return;
+    }
+    loop {
+        for job in &periodic {
+            if let Err(error) = fire_if_due(&jobs, job).await {
+                tracing::warn!(job = job.name, error = %error, "periodic job check failed");
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(15)) => {}
+            _ = stop.wait_for(|stop| *stop) => break,
+        }
+    }
+}
+
+async fn fire_if_due(jobs: &Jobs, job: &Periodic) -> anyhow::Result<()> {
+    let now = Utc::now();
+    let period = policy::period_index(now.timestamp(), job.period);
+    let db = jobs.db();
+    let txn = db.begin().await?;
+    let claimed = txn
+        .execute_raw(Statement::from_sql_and_values(
+            txn.get_database_backend(),
+            "INSERT INTO periodic_runs (name, last_period, updated_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (name) DO UPDATE SET last_period = excluded.last_period, \
+             updated_at = excluded.updated_at WHERE periodic_runs.last_period < excluded.last_period",
+            vec![job.name.into(), period.into(), now.into()],
+        ))
+        .await?;
+    if claimed.rows_affected() != 1 {
+        txn.rollback().await?;
+        return Ok(());
+    }
+    // The period and its task commit together: a crash fires it again, never loses it.
+    let new = (job.task)();
+    let task = store::insert_task(
+        &txn,
+        &new,
+        uuid::Uuid::now_v7(),
+        policy::payload_hash(new.kind, &new.payload),
+        jobs.settings().max_attempts,
+    )
+    .await?;
+    txn.commit().await?;
+    jobs.after_commit(Some(&task));
+    tracing::info!(job = job.name, period, task_id = %task.id, "periodic job fired");
+    Ok(())
+}

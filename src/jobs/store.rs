@@ -1,0 +1,558 @@
+//! Every read and write of the `tasks`, `idempotency_keys` and `task_scopes`
+//! tables. Each state change of a task commits together with its
+//! `task.updated` outbox event.
+//!
+//! Lease safety: every update a worker makes is conditional on
+//! `lease_owner = <worker> AND status = 'RUNNING'`, so a worker whose lease
+//! was reclaimed can no longer change the task (its stage transaction rolls
+//! back with its effects).
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use entity::{idempotency_key, task};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction,
+    DbBackend, EntityTrait, QueryFilter, Set, SqlErr, Statement, TransactionTrait, Value,
+    sea_query::{Expr, ExprTrait},
+};
+use uuid::Uuid;
+
+pub use super::policy::Finish;
+use super::{
+    model::{NewTask, TASK_UPDATED, Task, TaskStatus},
+    outbox, policy,
+};
+use crate::error::{AppError, AppResult};
+
+/// Owner key of server-initiated work in `idempotency_keys`.
+const SYSTEM_OWNER: &str = "system";
+
+/// Emits the task's current state as a `task.updated` event.
+pub async fn emit_task_updated(txn: &impl ConnectionTrait, model: &task::Model) -> AppResult<()> {
+    let task = Task::from(model);
+    let payload = serde_json::to_value(&task).map_err(AppError::internal)?;
+    outbox::emit(
+        txn,
+        TASK_UPDATED,
+        &model.id.to_string(),
+        model.owner_id,
+        payload,
+    )
+    .await
+}
+
+fn stmt(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement {
+    Statement::from_sql_and_values(backend, sql, values)
+}
+
+/// Outcome of an enqueue.
+pub struct Enqueued {
+    pub task: task::Model,
+    /// False when an earlier request with the same idempotency key created it.
+    pub created: bool,
+}
+
+/// Inserts a task (and its idempotency key, and its scope's next
+/// generation) in one transaction.
+pub async fn enqueue(
+    db: &DatabaseConnection,
+    new: &NewTask,
+    default_max_attempts: i32,
+    idempotency_ttl: Duration,
+) -> AppResult<Enqueued> {
+    let now = Utc::now();
+    let hash = policy::payload_hash(new.kind, &new.payload);
+    let owner_key = new
+        .owner_id
+        .map(|id| id.to_string())
+        .unwrap_or_else(|| SYSTEM_OWNER.to_owned());
+    let id = Uuid::now_v7();
+
+    let txn = db.begin().await?;
+    if let Some(key) = &new.idempotency_key {
+        // An expired key is forgotten, not reused against its old task.
+        idempotency_key::Entity::delete_many()
+            .filter(idempotency_key::Column::OwnerKey.eq(owner_key.clone()))
+            .filter(idempotency_key::Column::Key.eq(key.clone()))
+            .filter(idempotency_key::Column::ExpiresAt.lt(now))
+            .exec(&txn)
+            .await?;
+        let claimed = idempotency_key::ActiveModel {
+            owner_key: Set(owner_key.clone()),
+            key: Set(key.clone()),
+            payload_hash: Set(hash.clone()),
+            task_id: Set(id),
+            created_at: Set(now),
+            expires_at: Set(
+                now + chrono::Duration::from_std(idempotency_ttl).map_err(AppError::internal)?
+            ),
+        }
+        .insert(&txn)
+        .await;
+        match claimed {
+            Ok(_) => {}
+            Err(error) if matches!(error.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
+                txn.rollback().await?;
+                return existing_for_key(db, &owner_key, key, &hash).await;
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+
+    let model = insert_task(&txn, new, id, hash, default_max_attempts).await?;
+    txn.commit().await?;
+    metrics::counter!("trellis_tasks_enqueued_total", "queue" => new.queue.as_str(), "kind" => new.kind)
+        .increment(1);
+    Ok(Enqueued {
+        task: model,
+        created: true,
+    })
+}
+
+/// Inserts a new task (advancing its scope's generation) and its first
+/// event, in the caller's transaction.
+pub async fn insert_task(
+    txn: &impl ConnectionTrait,
+    new: &NewTask,
+    id: Uuid,
+    payload_hash: String,
+    default_max_attempts: i32,
+) -> AppResult<task::Model> {
+    let now = Utc::now();
+    let generation = match &new.scope {
+        Some(scope) => Some(advance_generation(txn, scope, now).await?),
+        None => None,
+    };
+    let model = task::ActiveModel {
+        id: Set(id),
+        kind: Set(new.kind.to_owned()),
+        queue: Set(new.queue.as_str().to_owned()),
+        payload: Set(new.payload.clone()),
+        payload_hash: Set(payload_hash),
+        owner_id: Set(new.owner_id),
+        idempotency_key: Set(new.idempotency_key.clone()),
+        status: Set(TaskStatus::Queued.as_str().to_owned()),
+        stage: Set(new.first_stage.map(str::to_owned)),
+        stages_done: Set(0),
+        progress: Set(None),
+        result: Set(None),
+        error: Set(None),
+        scope: Set(new.scope.clone()),
+        generation: Set(generation),
+        lease_owner: Set(None),
+        lease_expires_at: Set(None),
+        heartbeat_at: Set(None),
+        attempt_count: Set(0),
+        max_attempts: Set(Ord::max(
+            new.max_attempts.unwrap_or(default_max_attempts),
+            1,
+        )),
+        cancel_requested: Set(false),
+        run_at: Set(now),
+        created_at: Set(now),
+        updated_at: Set(now),
+        started_at: Set(None),
+        finished_at: Set(None),
+    }
+    .insert(txn)
+    .await?;
+    emit_task_updated(txn, &model).await?;
+    Ok(model)
+}
+
+/// The task an earlier request with this key created, if the payload matches.
+async fn existing_for_key(
+    db: &DatabaseConnection,
+    owner_key: &str,
+    key: &str,
+    hash: &str,
+) -> AppResult<Enqueued> {
+    let row = idempotency_key::Entity::find_by_id((owner_key.to_owned(), key.to_owned()))
+        .one(db)
+        .await?
+        .ok_or_else(|| {
+            AppError::internal(anyhow::anyhow!("idempotency key vanished during a race"))
+        })?;
+    if row.payload_hash != hash {
+        return Err(AppError::IdempotencyKeyReused);
+    }
+    let task = task::Entity::find_by_id(row.task_id)
+        .one(db)
+        .await?
+        .ok_or(AppError::NotFound("task"))?;
+    Ok(Enqueued {
+        task,
+        created: false,
+    })
+}
+
+/// Moves a scope to its next generation and returns it.
+pub async fn advance_generation(
+    txn: &impl ConnectionTrait,
+    scope: &str,
+    now: DateTime<Utc>,
+) -> AppResult<i64> {
+    let backend = txn.get_database_backend();
+    let row = txn
+        .query_one_raw(stmt(
+            backend,
+            "INSERT INTO task_scopes (scope, generation, updated_at) VALUES ($1, 1, $2) \
+             ON CONFLICT (scope) DO UPDATE SET generation = task_scopes.generation + 1, \
+             updated_at = excluded.updated_at RETURNING generation",
+            vec![scope.into(), now.into()],
+        ))
+        .await?
+        .ok_or_else(|| AppError::internal(anyhow::anyhow!("scope upsert returned no row")))?;
+    Ok(row.try_get::<i64>("", "generation")?)
+}
+
+/// The scope's latest generation. On PostgreSQL the row is share-locked, so
+/// no newer generation can commit before this transaction does.
+pub async fn current_generation(txn: &impl ConnectionTrait, scope: &str) -> AppResult<i64> {
+    let backend = txn.get_database_backend();
+    let lock = if backend == DbBackend::Postgres {
+        " FOR SHARE"
+    } else {
+        ""
+    };
+    let row = txn
+        .query_one_raw(stmt(
+            backend,
+            &format!("SELECT generation FROM task_scopes WHERE scope = $1{lock}"),
+            vec![scope.into()],
+        ))
+        .await?;
+    Ok(match row {
+        Some(row) => row.try_get::<i64>("", "generation")?,
+        None => 0,
+    })
+}
+
+/// Takes the next due task of `queue` for `worker`: status `RUNNING`, a
+/// fresh lease, one more attempt. Concurrent claimers never get the same
+/// task (`FOR UPDATE SKIP LOCKED` on PostgreSQL; SQLite serialises writers).
+pub async fn claim_next(
+    db: &DatabaseConnection,
+    queue: &str,
+    worker: &str,
+    lease: Duration,
+) -> AppResult<Option<task::Model>> {
+    let backend = db.get_database_backend();
+    let now = Utc::now();
+    let expires = now + chrono::Duration::from_std(lease).map_err(AppError::internal)?;
+    let skip_locked = if backend == DbBackend::Postgres {
+        " FOR UPDATE SKIP LOCKED"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "UPDATE tasks SET status = 'RUNNING', lease_owner = $1, lease_expires_at = $2, \
+         heartbeat_at = $3, attempt_count = attempt_count + 1, \
+         started_at = COALESCE(started_at, $3), updated_at = $3 \
+         WHERE status = 'QUEUED' AND id = (SELECT id FROM tasks WHERE queue = $4 \
+         AND status = 'QUEUED' AND run_at <= $3 ORDER BY run_at, id LIMIT 1{skip_locked}) \
+         RETURNING *"
+    );
+    claim_with(
+        db,
+        &sql,
+        vec![worker.into(), expires.into(), now.into(), queue.into()],
+    )
+    .await
+}
+
+/// Claims one specific task (the Redis dispatcher names it).
+pub async fn claim_by_id(
+    db: &DatabaseConnection,
+    id: Uuid,
+    worker: &str,
+    lease: Duration,
+) -> AppResult<Option<task::Model>> {
+    let now = Utc::now();
+    let expires = now + chrono::Duration::from_std(lease).map_err(AppError::internal)?;
+    let sql = "UPDATE tasks SET status = 'RUNNING', lease_owner = $1, lease_expires_at = $2, \
+               heartbeat_at = $3, attempt_count = attempt_count + 1, \
+               started_at = COALESCE(started_at, $3), updated_at = $3 \
+               WHERE id = $4 AND status = 'QUEUED' AND run_at <= $3 RETURNING *";
+    claim_with(
+        db,
+        sql,
+        vec![worker.into(), expires.into(), now.into(), id.into()],
+    )
+    .await
+}
+
+async fn claim_with(
+    db: &DatabaseConnection,
+    sql: &str,
+    values: Vec<Value>,
+) -> AppResult<Option<task::Model>> {
+    let txn = db.begin().await?;
+    let claimed = task::Entity::find()
+        .from_raw_sql(stmt(txn.get_database_backend(), sql, values))
+        .one(&txn)
+        .await?;
+    if let Some(task) = &claimed {
+        emit_task_updated(&txn, task).await?;
+    }
+    txn.commit().await?;
+    Ok(claimed)
+}
+
+/// What a heartbeat found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heartbeat {
+    Held { cancel_requested: bool },
+    Lost,
+}
+
+/// Extends the lease while the worker still holds it.
+pub async fn renew_lease(
+    db: &DatabaseConnection,
+    id: Uuid,
+    worker: &str,
+    lease: Duration,
+) -> AppResult<Heartbeat> {
+    let now = Utc::now();
+    let expires = now + chrono::Duration::from_std(lease).map_err(AppError::internal)?;
+    let updated = task::Entity::update_many()
+        .col_expr(task::Column::LeaseExpiresAt, Expr::value(expires))
+        .col_expr(task::Column::HeartbeatAt, Expr::value(now))
+        .filter(held_by(id, worker))
+        .exec(db)
+        .await?;
+    if updated.rows_affected == 0 {
+        return Ok(Heartbeat::Lost);
+    }
+    let cancel_requested = task::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .is_some_and(|task| task.cancel_requested);
+    Ok(Heartbeat::Held { cancel_requested })
+}
+
+fn held_by(id: Uuid, worker: &str) -> sea_orm::Condition {
+    sea_orm::Condition::all()
+        .add(task::Column::Id.eq(id))
+        .add(task::Column::LeaseOwner.eq(worker))
+        .add(task::Column::Status.eq(TaskStatus::Running.as_str()))
+}
+
+/// How opening a stage's transaction went.
+pub enum StageTxn {
+    Open(DatabaseTransaction),
+    /// Someone asked to cancel the task; nothing was written.
+    CancelRequested,
+    /// The lease is no longer ours; nothing was written.
+    LeaseLost,
+}
+
+/// Opens a stage's transaction by recording the stage as committed —
+/// first, so that on SQLite the transaction holds the write lock from its
+/// first statement — unless the lease was lost or a cancellation requested.
+pub async fn begin_stage(
+    db: &DatabaseConnection,
+    id: Uuid,
+    worker: &str,
+    stages_done: i32,
+    next_stage: Option<&str>,
+) -> AppResult<StageTxn> {
+    let txn = db.begin().await?;
+    let now = Utc::now();
+    let updated = task::Entity::update_many()
+        .col_expr(task::Column::StagesDone, Expr::value(stages_done))
+        .col_expr(
+            task::Column::Stage,
+            Expr::value(next_stage.map(str::to_owned)),
+        )
+        .col_expr(task::Column::HeartbeatAt, Expr::value(now))
+        .col_expr(task::Column::UpdatedAt, Expr::value(now))
+        .filter(held_by(id, worker))
+        .filter(task::Column::CancelRequested.eq(false))
+        .exec(&txn)
+        .await?;
+    if updated.rows_affected == 1 {
+        return Ok(StageTxn::Open(txn));
+    }
+    let still_ours = task::Entity::find()
+        .filter(held_by(id, worker))
+        .one(&txn)
+        .await?
+        .is_some();
+    txn.rollback().await?;
+    Ok(if still_ours {
+        StageTxn::CancelRequested
+    } else {
+        StageTxn::LeaseLost
+    })
+}
+
+/// The update that ends a hold on a task: lease cleared, then the columns
+/// the outcome sets.
+fn outcome_update(outcome: &Finish, now: DateTime<Utc>) -> sea_orm::UpdateMany<task::Entity> {
+    let release = task::Entity::update_many()
+        .col_expr(
+            task::Column::LeaseOwner,
+            Expr::value(Option::<String>::None),
+        )
+        .col_expr(
+            task::Column::LeaseExpiresAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .col_expr(task::Column::UpdatedAt, Expr::value(now));
+    let terminal = |update: sea_orm::UpdateMany<task::Entity>, status: TaskStatus| {
+        update
+            .col_expr(task::Column::Status, Expr::value(status.as_str()))
+            .col_expr(task::Column::FinishedAt, Expr::value(now))
+    };
+    match outcome {
+        Finish::Succeeded(result) => terminal(release, TaskStatus::Succeeded)
+            .col_expr(task::Column::Result, Expr::value(result.clone()))
+            .col_expr(task::Column::Error, Expr::value(Option::<String>::None))
+            .col_expr(task::Column::Stage, Expr::value(Option::<String>::None)),
+        Finish::Failed(error) => terminal(release, TaskStatus::Failed)
+            .col_expr(task::Column::Error, Expr::value(error.clone())),
+        Finish::Superseded => terminal(release, TaskStatus::Superseded),
+        Finish::Cancelled => terminal(release, TaskStatus::Cancelled),
+        Finish::Retry { error, run_at } => release
+            .col_expr(
+                task::Column::Status,
+                Expr::value(TaskStatus::Queued.as_str()),
+            )
+            .col_expr(task::Column::Error, Expr::value(error.clone()))
+            .col_expr(task::Column::RunAt, Expr::value(*run_at)),
+        Finish::Release => release
+            .col_expr(
+                task::Column::Status,
+                Expr::value(TaskStatus::Queued.as_str()),
+            )
+            .col_expr(
+                task::Column::AttemptCount,
+                Expr::col(task::Column::AttemptCount).sub(1),
+            )
+            .col_expr(task::Column::RunAt, Expr::value(now)),
+    }
+}
+
+/// Applies `outcome` to the task if `condition` still holds, with its
+/// event, in one transaction. `None` when the condition no longer held.
+async fn apply_outcome(
+    db: &DatabaseConnection,
+    id: Uuid,
+    condition: sea_orm::Condition,
+    outcome: &Finish,
+) -> AppResult<Option<task::Model>> {
+    let txn = db.begin().await?;
+    let updated = outcome_update(outcome, Utc::now())
+        .filter(task::Column::Id.eq(id))
+        .filter(condition)
+        .exec(&txn)
+        .await?;
+    if updated.rows_affected == 0 {
+        txn.rollback().await?;
+        return Ok(None);
+    }
+    let model = task::Entity::find_by_id(id)
+        .one(&txn)
+        .await?
+        .ok_or(AppError::NotFound("task"))?;
+    emit_task_updated(&txn, &model).await?;
+    txn.commit().await?;
+    Ok(Some(model))
+}
+
+/// Ends the worker's hold on a task. Returns the new state, or `None` when
+/// the lease had already been lost.
+pub async fn finish(
+    db: &DatabaseConnection,
+    id: Uuid,
+    worker: &str,
+    outcome: Finish,
+) -> AppResult<Option<task::Model>> {
+    apply_outcome(db, id, held_by(id, worker), &outcome).await
+}
+
+/// Returns tasks whose lease expired (their worker died or hung) to the
+/// queue, or fails them when their attempts are used up; `decide` says which.
+pub async fn reap_expired_leases(
+    db: &DatabaseConnection,
+    decide: impl Fn(&task::Model, String) -> Finish,
+) -> AppResult<Vec<task::Model>> {
+    let now = Utc::now();
+    let expired = task::Entity::find()
+        .filter(task::Column::Status.eq(TaskStatus::Running.as_str()))
+        .filter(task::Column::LeaseExpiresAt.lt(now))
+        .all(db)
+        .await?;
+    let mut reaped = Vec::new();
+    for task in expired {
+        let stale_owner = task.lease_owner.clone().unwrap_or_default();
+        let error = format!("lease held by {stale_owner} expired (worker died or stalled)");
+        // Conditional on the expiry we saw: a renewal in between wins.
+        let still_expired = sea_orm::Condition::all()
+            .add(task::Column::Status.eq(TaskStatus::Running.as_str()))
+            .add(task::Column::LeaseExpiresAt.lt(now));
+        if let Some(model) =
+            apply_outcome(db, task.id, still_expired, &decide(&task, error)).await?
+        {
+            metrics::counter!("trellis_task_lease_expirations_total", "queue" => model.queue.clone())
+                .increment(1);
+            tracing::warn!(task_id = %model.id, stale_owner, status = %model.status, "reclaimed an expired lease");
+            reaped.push(model);
+        }
+    }
+    Ok(reaped)
+}
+
+/// Cancels a task: at once when queued, at the next stage boundary when
+/// running. Terminal tasks are a conflict.
+pub async fn cancel(db: &DatabaseConnection, id: Uuid) -> AppResult<task::Model> {
+    let now = Utc::now();
+    let txn = db.begin().await?;
+    let queued = task::Entity::update_many()
+        .col_expr(
+            task::Column::Status,
+            Expr::value(TaskStatus::Cancelled.as_str()),
+        )
+        .col_expr(task::Column::FinishedAt, Expr::value(now))
+        .col_expr(task::Column::UpdatedAt, Expr::value(now))
+        .col_expr(task::Column::CancelRequested, Expr::value(true))
+        .filter(task::Column::Id.eq(id))
+        .filter(task::Column::Status.eq(TaskStatus::Queued.as_str()))
+        .exec(&txn)
+        .await?;
+    if queued.rows_affected == 0 {
+        task::Entity::update_many()
+            .col_expr(task::Column::CancelRequested, Expr::value(true))
+            .col_expr(task::Column::UpdatedAt, Expr::value(now))
+            .filter(task::Column::Id.eq(id))
+            .filter(task::Column::Status.eq(TaskStatus::Running.as_str()))
+            .exec(&txn)
+            .await?;
+    }
+    let model = task::Entity::find_by_id(id)
+        .one(&txn)
+        .await?
+        .ok_or(AppError::NotFound("task"))?;
+    let status = TaskStatus::parse(&model.status).unwrap_or(TaskStatus::Failed);
+    if status.is_terminal() && queued.rows_affected == 0 {
+        txn.rollback().await?;
+        return Err(AppError::Conflict(format!(
+            "task already finished ({})",
+            model.status
+        )));
+    }
+    emit_task_updated(&txn, &model).await?;
+    txn.commit().await?;
+    Ok(model)
+}
+
+/// Deletes idempotency keys past their expiry.
+pub async fn sweep_idempotency_keys(db: &DatabaseConnection) -> AppResult<u64> {
+    Ok(idempotency_key::Entity::delete_many()
+        .filter(idempotency_key::Column::ExpiresAt.lt(Utc::now()))
+        .exec(db)
+        .await?
+        .rows_affected)
+}

@@ -1,0 +1,56 @@
+//! `system.sweep`: the runner's own retention, run hourly as a periodic
+//! job — expired idempotency keys (kept at least `TRELLIS_IDEMPOTENCY_TTL`)
+//! and published outbox events older than `TRELLIS_OUTBOX_RETENTION`.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use entity::{outbox_event, task};
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
+use serde_json::json;
+
+use super::{
+    handler::{StageError, StageRun, TaskHandler},
+    model::{NewTask, Queue},
+    store,
+};
+
+pub const KIND: &str = "system.sweep";
+
+pub fn new_task() -> NewTask {
+    NewTask::new(KIND, Queue::Long, json!({}))
+}
+
+pub struct SweepHandler {
+    pub db: DatabaseConnection,
+    pub outbox_retention: Duration,
+}
+
+#[async_trait::async_trait]
+impl TaskHandler for SweepHandler {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    fn queue(&self) -> Queue {
+        Queue::Long
+    }
+
+    fn stages(&self, _task: &task::Model) -> Vec<&'static str> {
+        vec!["sweep"]
+    }
+
+    async fn run_stage(&self, run: &mut StageRun<'_>) -> Result<(), StageError> {
+        let keys = store::sweep_idempotency_keys(&self.db).await?;
+        let cutoff = Utc::now()
+            - chrono::Duration::from_std(self.outbox_retention)
+                .unwrap_or(chrono::Duration::days(7));
+        let events = outbox_event::Entity::delete_many()
+            .filter(outbox_event::Column::PublishedAt.lt(cutoff))
+            .exec(&self.db)
+            .await?
+            .rows_affected;
+        run.result = Some(json!({ "idempotencyKeys": keys, "outboxEvents": events }));
+        Ok(())
+    }
+}

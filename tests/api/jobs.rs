@@ -1,0 +1,525 @@
+//! The job runner's conformance suite, driven through the GraphQL API,
+//! `GET /tasks/{id}` and the database's effect table. Runs on the embedded
+//! dispatcher over SQLite and over PostgreSQL.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sea_orm::{ConnectionTrait, Statement};
+use serde_json::{Value, json};
+
+use crate::{
+    helpers::{AppOptions, Backend, TestApp, spawn_app, spawn_app_with},
+    on_both_backends,
+    websocket::{next, open, send},
+};
+
+on_both_backends!(
+    probe_task_runs_every_stage_and_is_readable_everywhere,
+    task_updated_streams_each_change_until_terminal,
+    failing_attempts_are_retried_with_backoff_then_fail,
+    queued_and_running_tasks_can_be_cancelled,
+    each_queue_respects_its_concurrency_cap,
+    short_jobs_are_not_stuck_behind_long_ones,
+    concurrent_identical_requests_create_one_task,
+    newer_generation_supersedes_without_writing,
+    expired_lease_is_reclaimed_and_resumes_at_the_uncommitted_stage,
+    members_see_only_their_own_tasks,
+);
+
+const PROBE: &str =
+    "mutation($i: ProbeTaskInput!) { probeTask(input: $i) { id status stage queue attemptCount } }";
+const TASK: &str = "query($id: ID!) { task(id: $id) { id kind status stage stagesDone attemptCount maxAttempts error result progress startedAt finishedAt } }";
+
+fn fast_retries() -> AppOptions {
+    AppOptions::default()
+        .env("TRELLIS_TASK_RETRY_BASE_MS", "50")
+        .env("TRELLIS_TASK_RETRY_MAX", "1")
+        .env("TRELLIS_TASK_POLL_MS", "50")
+}
+
+async fn probe(app: &TestApp, token: &str, input: Value) -> String {
+    let response = app
+        .gql(PROBE, json!({ "i": input }))
+        .bearer(token)
+        .send()
+        .await;
+    let task = &response.data()["probeTask"];
+    assert_eq!(task["status"], "QUEUED");
+    task["id"].as_str().unwrap().to_owned()
+}
+
+async fn task(app: &TestApp, token: &str, id: &str) -> Value {
+    app.gql(TASK, json!({ "id": id }))
+        .bearer(token)
+        .send()
+        .await
+        .data()["task"]
+        .clone()
+}
+
+/// Polls until the task is terminal (bounded: the server is local and fast).
+async fn wait_terminal(app: &TestApp, token: &str, id: &str) -> Value {
+    for _ in 0..600 {
+        let task = task(app, token, id).await;
+        if ["SUCCEEDED", "FAILED", "SUPERSEDED", "CANCELLED"]
+            .contains(&task["status"].as_str().unwrap_or_default())
+        {
+            return task;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("task {id} did not finish");
+}
+
+async fn wait_status(app: &TestApp, token: &str, id: &str, status: &str) -> Value {
+    for _ in 0..600 {
+        let task = task(app, token, id).await;
+        if task["status"] == status {
+            return task;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("task {id} never reached {status}");
+}
+
+async fn effects(app: &TestApp, id: &str) -> Vec<(i64, i64)> {
+    let db = app.database().await;
+    let backend = db.get_database_backend();
+    let rows = db
+        .query_all_raw(Statement::from_sql_and_values(
+            backend,
+            "SELECT stage, attempt FROM probe_effects WHERE task_id = $1 ORDER BY stage",
+            vec![uuid::Uuid::parse_str(id).unwrap().into()],
+        ))
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|row| {
+            let stage: i32 = row.try_get("", "stage").unwrap();
+            let attempt: i32 = row.try_get("", "attempt").unwrap();
+            (stage as i64, attempt as i64)
+        })
+        .collect()
+}
+
+fn time(value: &Value) -> DateTime<Utc> {
+    value.as_str().unwrap().parse().unwrap()
+}
+
+async fn probe_task_runs_every_stage_and_is_readable_everywhere(backend: Backend) {
+    let app = spawn_app_with(backend, fast_retries()).await;
+    let admin = app.admin().await;
+    let response = app
+        .gql(PROBE, json!({ "i": { "stages": 3 } }))
+        .bearer(&admin.access)
+        .send()
+        .await;
+    let queued = &response.data()["probeTask"];
+    assert_eq!(queued["stage"], "stage-1");
+    assert_eq!(queued["queue"], "SHORT");
+    let id = queued["id"].as_str().unwrap();
+
+    let done = wait_terminal(&app, &admin.access, id).await;
+    assert_eq!(done["status"], "SUCCEEDED");
+    assert_eq!(done["kind"], "system.probe");
+    assert_eq!(done["stagesDone"], 3);
+    assert_eq!(done["attemptCount"], 1);
+    assert_eq!(done["result"], json!({ "stages": 3 }));
+    assert_eq!(done["progress"], json!({ "done": 3, "total": 3 }));
+    assert!(done["error"].is_null());
+    assert_eq!(effects(&app, id).await, vec![(0, 1), (1, 1), (2, 1)]);
+
+    let http = app
+        .client
+        .get(app.url(&format!("/tasks/{id}")))
+        .bearer_auth(&admin.access)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(http.status(), 200);
+    let body: Value = http.json().await.unwrap();
+    assert_eq!(
+        (body["id"].as_str(), body["status"].as_str()),
+        (Some(id), Some("SUCCEEDED"))
+    );
+    assert_eq!(body["attemptCount"], 1);
+
+    let anonymous = app
+        .client
+        .get(app.url(&format!("/tasks/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let missing = app
+        .client
+        .get(app.url(&format!("/tasks/{}", uuid::Uuid::new_v4())))
+        .bearer_auth(&admin.access)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+
+    let list = app
+        .gql(
+            "{ tasks(filter: { kind: \"system.probe\" }) { totalCount nodes { id status } } }",
+            json!({}),
+        )
+        .bearer(&admin.access)
+        .send()
+        .await;
+    assert_eq!(list.data()["tasks"]["totalCount"], 1);
+    assert_eq!(list.data()["tasks"]["nodes"][0]["id"], id);
+}
+
+async fn task_updated_streams_each_change_until_terminal(backend: Backend) {
+    let app = spawn_app_with(backend, fast_retries()).await;
+    let admin = app.admin().await;
+    let id = probe(
+        &app,
+        &admin.access,
+        json!({ "stages": 2, "sleepMs": 300, "queue": "LONG" }),
+    )
+    .await;
+
+    let mut socket = open(&app, &[]).await;
+    send(
+        &mut socket,
+        json!({ "type": "connection_init", "payload": { "token": admin.access } }),
+    )
+    .await;
+    assert_eq!(next(&mut socket).await.unwrap()["type"], "connection_ack");
+    send(
+        &mut socket,
+        json!({ "id": "s", "type": "subscribe", "payload": {
+            "query": "subscription($id: ID!) { taskUpdated(id: $id) { status stage stagesDone } }",
+            "variables": { "id": id } } }),
+    )
+    .await;
+    let mut seen = Vec::new();
+    loop {
+        let message = next(&mut socket)
+            .await
+            .expect("stream stays open until complete");
+        match message["type"].as_str() {
+            Some("next") => seen.push(message["payload"]["data"]["taskUpdated"].clone()),
+            Some("complete") => break,
+            other => panic!("unexpected {other:?}: {message}"),
+        }
+    }
+    let last = seen.last().unwrap();
+    assert_eq!(last["status"], "SUCCEEDED");
+    assert_eq!(last["stagesDone"], 2);
+    assert!(seen.iter().any(|t| t["status"] == "RUNNING"), "{seen:?}");
+    // Every stage commit is visible: stagesDone climbs 0/1 → 1 → 2 without going back.
+    let done: Vec<i64> = seen
+        .iter()
+        .map(|t| t["stagesDone"].as_i64().unwrap())
+        .collect();
+    assert!(done.windows(2).all(|w| w[0] <= w[1]), "{done:?}");
+    assert!(done.contains(&1), "{done:?}");
+}
+
+async fn failing_attempts_are_retried_with_backoff_then_fail(backend: Backend) {
+    let app = spawn_app_with(backend, fast_retries()).await;
+    let admin = app.admin().await;
+    let recovers = probe(
+        &app,
+        &admin.access,
+        json!({ "stages": 2, "failAttempts": 2, "maxAttempts": 5 }),
+    )
+    .await;
+    let gives_up = probe(
+        &app,
+        &admin.access,
+        json!({ "failAttempts": 9, "maxAttempts": 3 }),
+    )
+    .await;
+
+    let done = wait_terminal(&app, &admin.access, &recovers).await;
+    assert_eq!(done["status"], "SUCCEEDED");
+    assert_eq!(done["attemptCount"], 3);
+    assert!(done["error"].is_null());
+    assert_eq!(effects(&app, &recovers).await, vec![(0, 3), (1, 3)]);
+
+    let failed = wait_terminal(&app, &admin.access, &gives_up).await;
+    assert_eq!(failed["status"], "FAILED");
+    assert_eq!(failed["attemptCount"], 3);
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains("attempt 3 on purpose"),
+        "{failed}"
+    );
+    assert!(effects(&app, &gives_up).await.is_empty());
+}
+
+async fn queued_and_running_tasks_can_be_cancelled(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        fast_retries().env("TRELLIS_QUEUE_LONG_CONCURRENCY", "1"),
+    )
+    .await;
+    let admin = app.admin().await;
+    let cancel = "mutation($id: ID!) { cancelTask(id: $id) { status } }";
+    let running = probe(
+        &app,
+        &admin.access,
+        json!({ "stages": 4, "sleepMs": 400, "queue": "LONG" }),
+    )
+    .await;
+    let waiting = probe(&app, &admin.access, json!({ "queue": "LONG" })).await;
+    wait_status(&app, &admin.access, &running, "RUNNING").await;
+
+    let response = app
+        .gql(cancel, json!({ "id": waiting }))
+        .bearer(&admin.access)
+        .send()
+        .await;
+    assert_eq!(response.data()["cancelTask"]["status"], "CANCELLED");
+    let response = app
+        .gql(cancel, json!({ "id": running }))
+        .bearer(&admin.access)
+        .send()
+        .await;
+    assert_eq!(response.data()["cancelTask"]["status"], "RUNNING");
+
+    let stopped = wait_terminal(&app, &admin.access, &running).await;
+    assert_eq!(stopped["status"], "CANCELLED");
+    assert!(stopped["stagesDone"].as_i64().unwrap() < 4, "{stopped}");
+    assert_eq!(
+        effects(&app, &running).await.len() as i64,
+        stopped["stagesDone"].as_i64().unwrap()
+    );
+    assert!(effects(&app, &waiting).await.is_empty());
+
+    let again = app
+        .gql(cancel, json!({ "id": waiting }))
+        .bearer(&admin.access)
+        .send()
+        .await;
+    assert_eq!(again.error_code(), Some("CONFLICT"));
+}
+
+/// The most intervals `[startedAt, finishedAt]` that overlap at one instant.
+fn max_overlap(tasks: &[Value]) -> usize {
+    let mut edges: Vec<(DateTime<Utc>, i32)> = Vec::new();
+    for task in tasks {
+        edges.push((time(&task["startedAt"]), 1));
+        edges.push((time(&task["finishedAt"]), -1));
+    }
+    edges.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut now, mut max) = (0i32, 0i32);
+    for (_, delta) in edges {
+        now += delta;
+        max = max.max(now);
+    }
+    max as usize
+}
+
+async fn each_queue_respects_its_concurrency_cap(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        fast_retries()
+            .env("TRELLIS_QUEUE_LONG_CONCURRENCY", "2")
+            .env("TRELLIS_QUEUE_MEDIUM_CONCURRENCY", "1"),
+    )
+    .await;
+    let admin = app.admin().await;
+    let mut long = Vec::new();
+    let mut medium = Vec::new();
+    for _ in 0..5 {
+        long.push(
+            probe(
+                &app,
+                &admin.access,
+                json!({ "sleepMs": 300, "queue": "LONG" }),
+            )
+            .await,
+        );
+        medium.push(
+            probe(
+                &app,
+                &admin.access,
+                json!({ "sleepMs": 200, "queue": "MEDIUM" }),
+            )
+            .await,
+        );
+    }
+    let mut long_done = Vec::new();
+    for id in &long {
+        long_done.push(wait_terminal(&app, &admin.access, id).await);
+    }
+    let mut medium_done = Vec::new();
+    for id in &medium {
+        medium_done.push(wait_terminal(&app, &admin.access, id).await);
+    }
+    assert!(
+        long_done
+            .iter()
+            .chain(&medium_done)
+            .all(|t| t["status"] == "SUCCEEDED")
+    );
+    assert_eq!(
+        max_overlap(&long_done),
+        2,
+        "q:long runs exactly its 2 workers at once"
+    );
+    assert_eq!(max_overlap(&medium_done), 1, "q:medium runs one at a time");
+}
+
+async fn short_jobs_are_not_stuck_behind_long_ones(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        fast_retries().env("TRELLIS_QUEUE_LONG_CONCURRENCY", "1"),
+    )
+    .await;
+    let admin = app.admin().await;
+    let first_long = probe(
+        &app,
+        &admin.access,
+        json!({ "sleepMs": 1500, "queue": "LONG" }),
+    )
+    .await;
+    let second_long = probe(
+        &app,
+        &admin.access,
+        json!({ "sleepMs": 1500, "queue": "LONG" }),
+    )
+    .await;
+    wait_status(&app, &admin.access, &first_long, "RUNNING").await;
+    let short = probe(&app, &admin.access, json!({ "queue": "SHORT" })).await;
+
+    let short_done = wait_terminal(&app, &admin.access, &short).await;
+    let still_waiting = task(&app, &admin.access, &second_long).await;
+    assert_eq!(short_done["status"], "SUCCEEDED");
+    assert_eq!(
+        still_waiting["status"], "QUEUED",
+        "the saturated long queue has not reached its second job"
+    );
+    let first_long_done = wait_terminal(&app, &admin.access, &first_long).await;
+    assert!(time(&short_done["finishedAt"]) < time(&first_long_done["finishedAt"]));
+}
+
+async fn concurrent_identical_requests_create_one_task(backend: Backend) {
+    let app = spawn_app_with(backend, fast_retries()).await;
+    let admin = app.admin().await;
+    let input = json!({ "stages": 1, "idempotencyKey": "import-42" });
+    let requests = (0..50).map(|_| {
+        app.gql(PROBE, json!({ "i": input.clone() }))
+            .bearer(&admin.access)
+            .send()
+    });
+    let responses = futures_util::future::join_all(requests).await;
+    let ids: std::collections::HashSet<String> = responses
+        .iter()
+        .map(|r| r.data()["probeTask"]["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 1, "one task for 50 identical requests");
+    let count = app
+        .gql(
+            "{ tasks(filter: { kind: \"system.probe\" }) { totalCount } }",
+            json!({}),
+        )
+        .bearer(&admin.access)
+        .send()
+        .await;
+    assert_eq!(count.data()["tasks"]["totalCount"], 1);
+
+    let reused = app
+        .gql(
+            PROBE,
+            json!({ "i": { "stages": 2, "idempotencyKey": "import-42" } }),
+        )
+        .bearer(&admin.access)
+        .send()
+        .await;
+    assert_eq!(reused.error_code(), Some("IDEMPOTENCY_KEY_REUSED"));
+}
+
+async fn newer_generation_supersedes_without_writing(backend: Backend) {
+    let app = spawn_app_with(backend, fast_retries()).await;
+    let admin = app.admin().await;
+    let older = probe(
+        &app,
+        &admin.access,
+        json!({ "stages": 2, "sleepMs": 800, "scope": "s1" }),
+    )
+    .await;
+    wait_status(&app, &admin.access, &older, "RUNNING").await;
+    let newer = probe(&app, &admin.access, json!({ "stages": 2, "scope": "s1" })).await;
+
+    let older_done = wait_terminal(&app, &admin.access, &older).await;
+    let newer_done = wait_terminal(&app, &admin.access, &newer).await;
+    assert_eq!(older_done["status"], "SUPERSEDED");
+    assert_eq!(newer_done["status"], "SUCCEEDED");
+    assert!(
+        effects(&app, &older).await.is_empty(),
+        "a superseded stage writes nothing"
+    );
+    assert_eq!(effects(&app, &newer).await.len(), 2);
+}
+
+async fn expired_lease_is_reclaimed_and_resumes_at_the_uncommitted_stage(backend: Backend) {
+    let mut app = spawn_app_with(backend, fast_retries().env("TRELLIS_TASK_LEASE", "2")).await;
+    let admin = app.admin().await;
+    let id = probe(&app, &admin.access, json!({ "stages": 2, "sleepMs": 1500 })).await;
+    // Wait for stage 1 to commit, then kill the worker inside stage 2.
+    for _ in 0..200 {
+        if task(&app, &admin.access, &id).await["stagesDone"] == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    app.kill().await;
+    app.restart(&[]).await;
+    let admin = app.admin().await;
+
+    let done = wait_terminal(&app, &admin.access, &id).await;
+    assert_eq!(done["status"], "SUCCEEDED");
+    assert_eq!(done["attemptCount"], 2, "the second worker's attempt");
+    // Stage 1 ran once (attempt 1), stage 2 once (attempt 2): no effect twice.
+    assert_eq!(effects(&app, &id).await, vec![(0, 1), (1, 2)]);
+}
+
+async fn members_see_only_their_own_tasks(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let admin = app.admin().await;
+    let member = app.member("max").await;
+    let id = probe(&app, &admin.access, json!({})).await;
+
+    assert!(task(&app, &member.access, &id).await.is_null());
+    let list = app
+        .gql("{ tasks { totalCount } }", json!({}))
+        .bearer(&member.access)
+        .send()
+        .await;
+    assert_eq!(list.data()["tasks"]["totalCount"], 0);
+    let cancel = app
+        .gql(
+            "mutation($id: ID!) { cancelTask(id: $id) { status } }",
+            json!({ "id": id }),
+        )
+        .bearer(&member.access)
+        .send()
+        .await;
+    assert_eq!(cancel.error_code(), Some("NOT_FOUND"));
+    let http = app
+        .client
+        .get(app.url(&format!("/tasks/{id}")))
+        .bearer_auth(&member.access)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(http.status(), 404);
+    let probe_as_member = app
+        .gql(PROBE, json!({ "i": {} }))
+        .bearer(&member.access)
+        .send()
+        .await;
+    assert_eq!(probe_as_member.error_code(), Some("FORBIDDEN"));
+    let anonymous = app.gql(TASK, json!({ "id": id })).send().await;
+    assert_eq!(anonymous.error_code(), Some("UNAUTHENTICATED"));
+}
