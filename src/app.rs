@@ -65,22 +65,27 @@ impl AppState {
         if let (Some(user), Some(password)) = (&config.admin_user, &config.admin_password) {
             auth.ensure_admin(user, password.clone()).await?;
         }
-        let redis = match &config.redis_url {
+        let (redis, backend) = match &config.redis_url {
             Some(url) => {
                 let client = redis::Client::open(url.expose_secret())
                     .context("REDIS_URL is not a valid Redis URL")?;
-                Some(
-                    redis::aio::ConnectionManager::new(client)
-                        .await
-                        .context("connecting to Redis (REDIS_URL)")?,
-                )
+                let manager = redis::aio::ConnectionManager::new(client.clone())
+                    .await
+                    .context("connecting to Redis (REDIS_URL)")?;
+                let backend = jobs::Backend::Redis {
+                    client,
+                    commands: manager.clone(),
+                    prefix: config.redis_prefix.clone(),
+                };
+                (Some(manager), backend)
             }
-            None => None,
+            None => (None, jobs::Backend::Embedded),
         };
         let jobs = Jobs::new(
             db.clone(),
             config.runner_settings(),
             jobs::registry(&db, Duration::from_secs(config.outbox_retention)),
+            backend,
         );
         let services = Services {
             config: config.clone(),
@@ -233,7 +238,7 @@ pub async fn serve(config: Config, role: Role) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let background = match role {
         Role::All | Role::Worker => state.services.jobs.start(stop_rx.clone()),
-        Role::Api => vec![state.services.jobs.start_publisher(stop_rx.clone())],
+        Role::Api => state.services.jobs.start_events(stop_rx.clone()),
     };
     tracing::info!(role = ?role, worker_id = %state.services.jobs.settings().worker_id, "starting");
     let listener = TcpListener::bind(listen)

@@ -39,6 +39,15 @@ pub struct Config {
     #[arg(long, env = "REDIS_URL", hide_env_values = true, global = true)]
     pub redis_url: Option<SecretString>,
 
+    /// Prefix of every Redis key and channel Trellis uses.
+    #[arg(
+        long,
+        env = "TRELLIS_REDIS_PREFIX",
+        default_value = "trellis",
+        global = true
+    )]
+    pub redis_prefix: String,
+
     /// Address the HTTP server listens on (port 0 picks a free port).
     #[arg(
         long,

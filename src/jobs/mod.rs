@@ -8,11 +8,13 @@
 //! - [`handler::TaskHandler`] is what a task kind implements;
 //!   [`probe`] and [`sweep`] are the built-in kinds.
 //!
-//! Dispatch is *embedded*: workers claim due tasks from the database (`FOR
-//! UPDATE SKIP LOCKED` on PostgreSQL), woken in-process on enqueue and by a
-//! short poll otherwise.
+//! Dispatch goes through a [`dispatch::Dispatcher`]: [`dispatch::Embedded`]
+//! (workers claim from the database inside one process) or
+//! [`redis::RedisDispatcher`] (any number of processes). Either way the
+//! database is the truth and every claim is conditional.
 
 pub mod bus;
+pub mod dispatch;
 pub mod graphql;
 pub mod handler;
 pub mod http;
@@ -20,12 +22,14 @@ pub mod model;
 pub mod outbox;
 pub mod policy;
 pub mod probe;
+pub mod redis;
 pub mod runner;
 pub mod store;
 pub mod sweep;
 
 use std::{sync::Arc, time::Duration};
 
+use ::redis as redis_rs;
 use entity::task;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
 use tokio::{
@@ -36,9 +40,11 @@ use uuid::Uuid;
 
 use self::{
     bus::EventBus,
+    dispatch::{Dispatcher, Embedded},
     handler::Registry,
     model::{NewTask, Queue, TaskStatus},
-    outbox::{LocalSink, Publisher},
+    outbox::{LocalSink, Publisher, Sink},
+    redis::{RedisDispatcher, RedisKeys, RedisSink},
     runner::{Periodic, RunnerSettings},
     store::Enqueued,
 };
@@ -58,25 +64,73 @@ struct Inner {
     settings: RunnerSettings,
     bus: EventBus,
     outbox_wake: Arc<Notify>,
-    queue_wake: [Arc<Notify>; 3],
+    dispatcher: Arc<dyn Dispatcher>,
+    sink: Arc<dyn Sink>,
+    redis: Option<(redis_rs::Client, RedisKeys)>,
+}
+
+/// Where dispatch and events go.
+pub enum Backend {
+    Embedded,
+    Redis {
+        client: redis_rs::Client,
+        commands: redis_rs::aio::ConnectionManager,
+        prefix: String,
+    },
 }
 
 impl Jobs {
-    pub fn new(db: DatabaseConnection, settings: RunnerSettings, registry: Registry) -> Self {
+    pub fn new(
+        db: DatabaseConnection,
+        settings: RunnerSettings,
+        registry: Registry,
+        backend: Backend,
+    ) -> Self {
+        let bus = EventBus::default();
+        let (dispatcher, sink, redis): (Arc<dyn Dispatcher>, Arc<dyn Sink>, _) = match backend {
+            Backend::Embedded => (
+                Arc::new(Embedded::default()),
+                Arc::new(LocalSink(bus.clone())),
+                None,
+            ),
+            Backend::Redis {
+                client,
+                commands,
+                prefix,
+            } => {
+                let keys = RedisKeys::new(&prefix);
+                (
+                    Arc::new(RedisDispatcher::new(
+                        client.clone(),
+                        commands.clone(),
+                        keys.clone(),
+                        settings.worker_id.clone(),
+                    )),
+                    Arc::new(RedisSink {
+                        commands,
+                        keys: keys.clone(),
+                        owner: settings.worker_id.clone(),
+                    }),
+                    Some((client, keys)),
+                )
+            }
+        };
         Jobs {
             inner: Arc::new(Inner {
                 db,
                 registry,
                 settings,
-                bus: EventBus::default(),
+                bus,
                 outbox_wake: Arc::new(Notify::new()),
-                queue_wake: [
-                    Arc::new(Notify::new()),
-                    Arc::new(Notify::new()),
-                    Arc::new(Notify::new()),
-                ],
+                dispatcher,
+                sink,
+                redis,
             }),
         }
+    }
+
+    pub(crate) fn dispatcher(&self) -> &Arc<dyn Dispatcher> {
+        &self.inner.dispatcher
     }
 
     pub fn db(&self) -> &DatabaseConnection {
@@ -95,18 +149,14 @@ impl Jobs {
         &self.inner.bus
     }
 
-    pub(crate) fn queue_wake(&self, queue: Queue) -> Arc<Notify> {
-        self.inner.queue_wake[queue as usize].clone()
-    }
-
-    /// Wakes the outbox publisher, and the queue of a task that became due.
-    pub(crate) fn after_commit(&self, task: Option<&task::Model>) {
+    /// After a commit: wakes the outbox publisher, and announces a task
+    /// that is (again) queued.
+    pub(crate) async fn after_commit(&self, task: Option<&task::Model>) {
         self.inner.outbox_wake.notify_one();
         if let Some(task) = task
             && task.status == TaskStatus::Queued.as_str()
-            && let Some(queue) = Queue::parse(&task.queue)
         {
-            self.inner.queue_wake[queue as usize].notify_one();
+            self.inner.dispatcher.announce(task).await;
         }
     }
 
@@ -137,22 +187,16 @@ impl Jobs {
         )
         .await?;
         if enqueued.created {
-            self.after_commit(Some(&enqueued.task));
+            self.after_commit(Some(&enqueued.task)).await;
         }
         Ok(enqueued)
     }
 
     /// Dispatch: the next due task of `queue` for this worker, if any.
     pub(crate) async fn dispatch_next(&self, queue: Queue) -> AppResult<Option<task::Model>> {
-        let claimed = store::claim_next(
-            &self.inner.db,
-            queue.as_str(),
-            &self.inner.settings.worker_id,
-            self.inner.settings.lease,
-        )
-        .await?;
+        let claimed = self.inner.dispatcher.next(self, queue).await?;
         if claimed.is_some() {
-            self.after_commit(None);
+            self.after_commit(None).await;
         }
         Ok(claimed)
     }
@@ -169,7 +213,7 @@ impl Jobs {
             .await?
             .ok_or(AppError::NotFound("task"))?;
         let task = store::cancel(&self.inner.db, id).await?;
-        self.after_commit(None);
+        self.after_commit(None).await;
         Ok(task)
     }
 
@@ -186,22 +230,34 @@ impl Jobs {
     /// Starts workers, reaper, periodic jobs and the outbox publisher.
     pub fn start(&self, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
         let mut handles = runner::start(self, builtin_periodic(), stop.clone());
-        handles.push(tokio::spawn(self.publisher().run(stop)));
+        handles.extend(
+            self.inner
+                .dispatcher
+                .maintenance(self.clone(), stop.clone()),
+        );
+        handles.extend(self.start_events(stop));
         handles
     }
 
-    /// Starts only the outbox publisher (API-only processes still publish
-    /// the events their own mutations emit).
-    pub fn start_publisher(&self, stop: watch::Receiver<bool>) -> JoinHandle<()> {
-        tokio::spawn(self.publisher().run(stop))
-    }
-
-    fn publisher(&self) -> Publisher {
-        Publisher {
+    /// Starts what every process runs, workers or not: the outbox publisher
+    /// (API processes publish the events of their own mutations) and, with
+    /// Redis, the feed of other processes' events into this one's bus.
+    pub fn start_events(&self, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+        let publisher = Publisher {
             db: self.inner.db.clone(),
-            sink: Arc::new(LocalSink(self.inner.bus.clone())),
+            sink: self.inner.sink.clone(),
             wake: self.inner.outbox_wake.clone(),
+        };
+        let mut handles = vec![tokio::spawn(publisher.run(stop.clone()))];
+        if let Some((client, keys)) = &self.inner.redis {
+            handles.push(redis::forward_events(
+                client.clone(),
+                keys.clone(),
+                self.inner.bus.clone(),
+                stop,
+            ));
         }
+        handles
     }
 }
 

@@ -42,6 +42,12 @@ pub async fn emit(
 /// Where published events go: this process's bus, and Redis when configured.
 #[async_trait::async_trait]
 pub trait Sink: Send + Sync {
+    /// Whether this process may publish now (one publisher at a time keeps
+    /// events in outbox order across processes).
+    async fn lead(&self) -> bool {
+        true
+    }
+
     async fn publish(&self, events: &[Arc<Event>]) -> anyhow::Result<()>;
 }
 
@@ -106,6 +112,12 @@ impl Publisher {
     /// Runs until `stop`, then flushes what is pending.
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         loop {
+            if !self.sink.lead().await {
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(2)) => continue,
+                    _ = stop.wait_for(|stop| *stop) => return,
+                }
+            }
             match self.publish_pending().await {
                 Ok(n) if n as u64 == BATCH => continue,
                 Ok(_) => {}
@@ -120,9 +132,11 @@ impl Publisher {
                 _ = stop.wait_for(|stop| *stop) => break,
             }
         }
-        while let Ok(n) = self.publish_pending().await {
-            if n == 0 {
-                break;
+        if self.sink.lead().await {
+            while let Ok(n) = self.publish_pending().await {
+                if n == 0 {
+                    break;
+                }
             }
         }
     }

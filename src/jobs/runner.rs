@@ -99,7 +99,6 @@ async fn queue_loop(jobs: Jobs, queue: Queue, mut stop: watch::Receiver<bool>) {
     let settings = jobs.settings().clone();
     let concurrency = settings.concurrency(queue);
     let slots = Arc::new(Semaphore::new(concurrency));
-    let wake = jobs.queue_wake(queue);
     loop {
         if *stop.borrow() {
             break;
@@ -115,14 +114,8 @@ async fn queue_loop(jobs: Jobs, queue: Queue, mut stop: watch::Receiver<bool>) {
             Ok(Some(task)) => {
                 tokio::spawn(execute(jobs.clone(), task, permit, stop.clone()));
             }
-            Ok(None) => {
-                drop(permit);
-                tokio::select! {
-                    _ = wake.notified() => {}
-                    _ = tokio::time::sleep(settings.poll_interval) => {}
-                    _ = stop.wait_for(|stop| *stop) => break,
-                }
-            }
+            // The dispatcher already waited a little.
+            Ok(None) => drop(permit),
             Err(error) => {
                 drop(permit);
                 tracing::warn!(queue = queue.key(), error = %error, "claiming a task failed; retrying");
@@ -188,7 +181,7 @@ async fn execute(
                 metrics::counter!("trellis_task_retries_total", "queue" => queue.clone())
                     .increment(1);
             }
-            jobs.after_commit(Some(&model));
+            jobs.after_commit(Some(&model)).await;
         }
         Ok(None) => {
             tracing::warn!(task_id = %task.id, "lease lost before the task could be finished");
@@ -196,6 +189,9 @@ async fn execute(
         Err(error) => {
             tracing::error!(task_id = %task.id, error = %error, "recording a task's outcome failed")
         }
+    }
+    if let Some(queue) = Queue::parse(&task.queue) {
+        jobs.dispatcher().release(queue, task.id).await;
     }
     metrics::gauge!("trellis_tasks_running", "queue" => queue).decrement(1.0);
 }
@@ -250,7 +246,7 @@ async fn run_stages(
         match outcome {
             Ok(()) => {
                 result = run.result.take().or(result);
-                jobs.after_commit(None);
+                jobs.after_commit(None).await;
             }
             Err(StageError::LeaseLost) => return None,
             Err(StageError::Cancelled) => return Some(Finish::Cancelled),
@@ -330,7 +326,7 @@ async fn reaper_loop(jobs: Jobs, mut stop: watch::Receiver<bool>) {
         {
             Ok(reaped) => {
                 for task in &reaped {
-                    jobs.after_commit(Some(task));
+                    jobs.after_commit(Some(task)).await;
                 }
             }
             Err(error) => tracing::warn!(error = %error, "reaping expired leases failed"),
@@ -405,7 +401,7 @@ async fn fire_if_due(jobs: &Jobs, job: &Periodic) -> anyhow::Result<()> {
     )
     .await?;
     txn.commit().await?;
-    jobs.after_commit(Some(&task));
+    jobs.after_commit(Some(&task)).await;
     tracing::info!(job = job.name, period, task_id = %task.id, "periodic job fired");
     Ok(())
 }

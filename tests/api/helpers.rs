@@ -23,8 +23,36 @@ pub const JWT_SECRET: &str = "test-secret-0123456789abcdef0123456789abcdef";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
+    /// SQLite, embedded dispatch.
     Sqlite,
+    /// PostgreSQL, embedded dispatch.
     Postgres,
+    /// PostgreSQL with Redis dispatch and events (a key prefix per test).
+    PostgresRedis,
+}
+
+/// Runs a test body on each job-runner configuration: embedded on SQLite,
+/// embedded on PostgreSQL, Redis on PostgreSQL.
+#[macro_export]
+macro_rules! on_every_runner {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test]
+                async fn sqlite() {
+                    super::$name($crate::helpers::Backend::Sqlite).await
+                }
+                #[tokio::test]
+                async fn postgres() {
+                    super::$name($crate::helpers::Backend::Postgres).await
+                }
+                #[tokio::test]
+                async fn postgres_redis() {
+                    super::$name($crate::helpers::Backend::PostgresRedis).await
+                }
+            }
+        )*
+    };
 }
 
 /// Runs a test body once per storage backend, as `<name>::sqlite` and `<name>::postgres`.
@@ -68,7 +96,7 @@ impl TestDatabase {
                 url: format!("sqlite://{}?mode=rwc", dir.join("trellis.db").display()),
                 pg_name: None,
             },
-            Backend::Postgres => {
+            Backend::Postgres | Backend::PostgresRedis => {
                 let name = format!("trellis_test_{}", uuid::Uuid::new_v4().simple());
                 let admin = Database::connect(pg_admin_url()).await.expect(
                     "PostgreSQL must be reachable at TRELLIS_TEST_PG_URL (start it with .ci/run)",
@@ -147,7 +175,13 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
     spawn_app_with(backend, AppOptions::default()).await
 }
 
-pub async fn spawn_app_with(backend: Backend, options: AppOptions) -> TestApp {
+pub async fn spawn_app_with(backend: Backend, mut options: AppOptions) -> TestApp {
+    if backend == Backend::PostgresRedis {
+        let prefix = format!("trellis-test-{}", uuid::Uuid::new_v4().simple());
+        options = options
+            .env("REDIS_URL", &redis_url())
+            .env("TRELLIS_REDIS_PREFIX", &prefix);
+    }
     let dir = tempfile::tempdir().expect("temp dir");
     let db = TestDatabase::create(backend, dir.path()).await;
     let command = serve_command(dir.path(), &db.url, &options.env);
@@ -338,6 +372,14 @@ impl TestApp {
         let (child, addr) = start_server(command).await;
         self.child = child;
         self.addr = addr;
+    }
+
+    /// Starts another process on the same database (and Redis prefix), with
+    /// extra variables (e.g. `TRELLIS_ROLE=worker`). Killed when dropped.
+    pub async fn sibling(&self, extra: &[(&str, &str)]) -> (Child, SocketAddr) {
+        let mut env = self.env.clone();
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        start_server(serve_command(self._dir.path(), &self._db.url, &env)).await
     }
 
     /// A direct connection to the server's database, to check effects.

@@ -9,12 +9,12 @@ use sea_orm::{ConnectionTrait, Statement};
 use serde_json::{Value, json};
 
 use crate::{
-    helpers::{AppOptions, Backend, TestApp, spawn_app, spawn_app_with},
-    on_both_backends,
+    helpers::{AppOptions, Backend, TestApp, spawn_app_with},
+    on_every_runner,
     websocket::{next, open, send},
 };
 
-on_both_backends!(
+on_every_runner!(
     probe_task_runs_every_stage_and_is_readable_everywhere,
     task_updated_streams_each_change_until_terminal,
     failing_attempts_are_retried_with_backoff_then_fail,
@@ -26,6 +26,13 @@ on_both_backends!(
     expired_lease_is_reclaimed_and_resumes_at_the_uncommitted_stage,
     members_see_only_their_own_tasks,
 );
+
+mod across_processes {
+    #[tokio::test]
+    async fn api_process_sees_a_task_run_by_a_worker_process() {
+        super::api_process_sees_a_task_run_by_a_worker_process().await
+    }
+}
 
 const PROBE: &str =
     "mutation($i: ProbeTaskInput!) { probeTask(input: $i) { id status stage queue attemptCount } }";
@@ -182,11 +189,26 @@ async fn task_updated_streams_each_change_until_terminal(backend: Backend) {
         json!({ "stages": 2, "sleepMs": 300, "queue": "LONG" }),
     )
     .await;
+    let seen = watch_task(&app, &admin.access, &id).await;
+    let last = seen.last().unwrap();
+    assert_eq!(last["status"], "SUCCEEDED");
+    assert_eq!(last["stagesDone"], 2);
+    assert!(seen.iter().any(|t| t["status"] == "RUNNING"), "{seen:?}");
+    // Every stage commit is visible: stagesDone climbs to 1 then 2, never back.
+    let done: Vec<i64> = seen
+        .iter()
+        .map(|t| t["stagesDone"].as_i64().unwrap())
+        .collect();
+    assert!(done.windows(2).all(|w| w[0] <= w[1]), "{done:?}");
+    assert!(done.contains(&1), "{done:?}");
+}
 
-    let mut socket = open(&app, &[]).await;
+/// Follows `taskUpdated` over WebSocket until the server completes it.
+async fn watch_task(app: &TestApp, token: &str, id: &str) -> Vec<Value> {
+    let mut socket = open(app, &[]).await;
     send(
         &mut socket,
-        json!({ "type": "connection_init", "payload": { "token": admin.access } }),
+        json!({ "type": "connection_init", "payload": { "token": token } }),
     )
     .await;
     assert_eq!(next(&mut socket).await.unwrap()["type"], "connection_ack");
@@ -208,17 +230,7 @@ async fn task_updated_streams_each_change_until_terminal(backend: Backend) {
             other => panic!("unexpected {other:?}: {message}"),
         }
     }
-    let last = seen.last().unwrap();
-    assert_eq!(last["status"], "SUCCEEDED");
-    assert_eq!(last["stagesDone"], 2);
-    assert!(seen.iter().any(|t| t["status"] == "RUNNING"), "{seen:?}");
-    // Every stage commit is visible: stagesDone climbs 0/1 → 1 → 2 without going back.
-    let done: Vec<i64> = seen
-        .iter()
-        .map(|t| t["stagesDone"].as_i64().unwrap())
-        .collect();
-    assert!(done.windows(2).all(|w| w[0] <= w[1]), "{done:?}");
-    assert!(done.contains(&1), "{done:?}");
+    seen
 }
 
 async fn failing_attempts_are_retried_with_backoff_then_fail(backend: Backend) {
@@ -485,7 +497,7 @@ async fn expired_lease_is_reclaimed_and_resumes_at_the_uncommitted_stage(backend
 }
 
 async fn members_see_only_their_own_tasks(backend: Backend) {
-    let app = spawn_app(backend).await;
+    let app = spawn_app_with(backend, AppOptions::default()).await;
     let admin = app.admin().await;
     let member = app.member("max").await;
     let id = probe(&app, &admin.access, json!({})).await;
@@ -522,4 +534,21 @@ async fn members_see_only_their_own_tasks(backend: Backend) {
     assert_eq!(probe_as_member.error_code(), Some("FORBIDDEN"));
     let anonymous = app.gql(TASK, json!({ "id": id })).send().await;
     assert_eq!(anonymous.error_code(), Some("UNAUTHENTICATED"));
+}
+
+async fn api_process_sees_a_task_run_by_a_worker_process() {
+    let app = spawn_app_with(
+        Backend::PostgresRedis,
+        fast_retries().env("TRELLIS_ROLE", "api"),
+    )
+    .await;
+    let (_worker, _) = app.sibling(&[("TRELLIS_ROLE", "worker")]).await;
+    let admin = app.admin().await;
+    let id = probe(&app, &admin.access, json!({ "stages": 2, "sleepMs": 100 })).await;
+    // The API process runs no workers: every change seen here was made by
+    // the worker process and reached this one through Redis.
+    let seen = watch_task(&app, &admin.access, &id).await;
+    assert_eq!(seen.last().unwrap()["status"], "SUCCEEDED");
+    assert!(seen.iter().any(|t| t["status"] == "RUNNING"), "{seen:?}");
+    assert_eq!(effects(&app, &id).await.len(), 2);
 }

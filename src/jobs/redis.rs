@@ -1,0 +1,366 @@
+//! The Redis backend: dispatch across any number of worker processes, and
+//! the cross-process event bus.
+//!
+//! Dispatch: a committed, due task's id is `LPUSH`ed onto `<prefix>:q:<queue>`;
+//! a not-yet-due one (retry backoff) waits in the `<prefix>:delayed` sorted
+//! set until a mover pushes it. Workers take ids with `BLMOVE` into their own
+//! `<prefix>:processing:<worker>` list (reliable fetch: the id is never only
+//! in flight) on a dedicated connection without response timeout (blocking
+//! commands would trip the default one), then claim the task in the
+//! database. Nothing is lost when a worker dies: its task's lease expires,
+//! the reaper requeues it in the database and announces it again; and when a
+//! queue list is empty while the database still has due `QUEUED` tasks
+//! (a push lost between commit and Redis, or a Redis restart), a resync pushes
+//! them. Duplicate ids are harmless: the claim is conditional.
+//!
+//! Events: the outbox publisher (one leader at a time, by a Redis lock)
+//! `PUBLISH`es to `<prefix>:events`; every process subscribes and feeds its
+//! own in-process bus.
+
+use std::{sync::Arc, time::Duration};
+
+use chrono::Utc;
+use entity::task;
+use futures_util::StreamExt;
+use redis::{AsyncCommands, aio::MultiplexedConnection};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use tokio::{
+    sync::{Mutex, watch},
+    task::JoinHandle,
+};
+use uuid::Uuid;
+
+use super::{
+    Jobs,
+    bus::{Event, EventBus},
+    dispatch::Dispatcher,
+    model::{Queue, TaskStatus},
+    outbox::Sink,
+    store,
+};
+use crate::error::{AppError, AppResult};
+
+#[derive(Clone)]
+pub struct RedisKeys {
+    prefix: String,
+}
+
+impl RedisKeys {
+    pub fn new(prefix: &str) -> Self {
+        RedisKeys {
+            prefix: prefix.to_owned(),
+        }
+    }
+
+    fn queue(&self, queue: Queue) -> String {
+        format!("{}:{}", self.prefix, queue.key())
+    }
+
+    fn processing(&self, worker: &str, queue: Queue) -> String {
+        format!("{}:processing:{worker}:{}", self.prefix, queue.as_str())
+    }
+
+    fn delayed(&self) -> String {
+        format!("{}:delayed", self.prefix)
+    }
+
+    fn events(&self) -> String {
+        format!("{}:events", self.prefix)
+    }
+
+    fn publisher_lock(&self) -> String {
+        format!("{}:outbox-publisher", self.prefix)
+    }
+}
+
+/// Opens a connection for blocking commands: no response timeout.
+async fn blocking_connection(client: &redis::Client) -> redis::RedisResult<MultiplexedConnection> {
+    client
+        .get_multiplexed_async_connection_with_config(
+            &redis::AsyncConnectionConfig::new()
+                .set_response_timeout(None)
+                .set_connection_timeout(Some(Duration::from_secs(5))),
+        )
+        .await
+}
+
+pub struct RedisDispatcher {
+    client: redis::Client,
+    commands: redis::aio::ConnectionManager,
+    keys: RedisKeys,
+    worker_id: String,
+    /// One blocking connection per queue loop.
+    blocking: [Mutex<Option<MultiplexedConnection>>; 3],
+}
+
+impl RedisDispatcher {
+    pub fn new(
+        client: redis::Client,
+        commands: redis::aio::ConnectionManager,
+        keys: RedisKeys,
+        worker_id: String,
+    ) -> Self {
+        RedisDispatcher {
+            client,
+            commands,
+            keys,
+            worker_id,
+            blocking: std::array::from_fn(|_| Mutex::new(None)),
+        }
+    }
+
+    fn internal(error: redis::RedisError) -> AppError {
+        AppError::internal(anyhow::Error::new(error).context("redis"))
+    }
+
+    async fn push(&self, queue: Queue, id: Uuid) -> redis::RedisResult<()> {
+        let mut conn = self.commands.clone();
+        conn.lpush::<_, _, ()>(self.keys.queue(queue), id.to_string())
+            .await
+    }
+
+    /// Moves delayed ids whose time has come onto their queue. `ZREM`
+    /// decides which mover pushes each, so several movers never double it.
+    async fn move_due(&self) -> redis::RedisResult<usize> {
+        let mut conn = self.commands.clone();
+        let now = Utc::now().timestamp_millis();
+        let due: Vec<String> = conn
+            .zrangebyscore_limit(self.keys.delayed(), "-inf", now, 0, 256)
+            .await?;
+        let mut moved = 0;
+        for member in due {
+            let removed: i64 = conn.zrem(self.keys.delayed(), &member).await?;
+            if removed == 1
+                && let Some((queue, id)) = member.split_once('|')
+                && let Some(queue) = Queue::parse(queue)
+            {
+                conn.lpush::<_, _, ()>(self.keys.queue(queue), id).await?;
+                moved += 1;
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Pushes due `QUEUED` tasks the queue list does not show (lost pushes).
+    async fn resync(&self, jobs: &Jobs) -> anyhow::Result<()> {
+        let mut conn = self.commands.clone();
+        let cutoff = Utc::now() - chrono::Duration::seconds(2);
+        for queue in Queue::ALL {
+            let waiting: i64 = conn.llen(self.keys.queue(queue)).await?;
+            if waiting > 0 {
+                continue;
+            }
+            let stale = task::Entity::find()
+                .filter(task::Column::Queue.eq(queue.as_str()))
+                .filter(task::Column::Status.eq(TaskStatus::Queued.as_str()))
+                .filter(task::Column::RunAt.lt(cutoff))
+                .order_by_asc(task::Column::RunAt)
+                .limit(512)
+                .all(jobs.db())
+                .await?;
+            for task in &stale {
+                self.push(queue, task.id).await?;
+            }
+            if !stale.is_empty() {
+                tracing::info!(
+                    queue = queue.key(),
+                    count = stale.len(),
+                    "re-announced queued tasks missing from Redis"
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl Dispatcher for RedisDispatcher {
+    async fn announce(&self, task: &task::Model) {
+        let Some(queue) = Queue::parse(&task.queue) else {
+            return;
+        };
+        let result = if task.run_at <= Utc::now() {
+            self.push(queue, task.id).await
+        } else {
+            let mut conn = self.commands.clone();
+            conn.zadd::<_, _, _, ()>(
+                self.keys.delayed(),
+                format!("{}|{}", queue.as_str(), task.id),
+                task.run_at.timestamp_millis(),
+            )
+            .await
+        };
+        if let Err(error) = result {
+            // The resync finds it later; the database still has the truth.
+            tracing::warn!(task_id = %task.id, error = %error, "announcing a task to Redis failed");
+        }
+    }
+
+    async fn next(&self, jobs: &Jobs, queue: Queue) -> AppResult<Option<task::Model>> {
+        let mut slot = self.blocking[queue as usize].lock().await;
+        if slot.is_none() {
+            *slot = Some(
+                blocking_connection(&self.client)
+                    .await
+                    .map_err(Self::internal)?,
+            );
+        }
+        let Some(conn) = slot.as_mut() else {
+            return Ok(None);
+        };
+        let processing = self.keys.processing(&self.worker_id, queue);
+        let popped: redis::RedisResult<Option<String>> = conn
+            .blmove(
+                self.keys.queue(queue),
+                &processing,
+                redis::Direction::Right,
+                redis::Direction::Left,
+                1.0,
+            )
+            .await;
+        let id = match popped {
+            Ok(Some(id)) => id,
+            Ok(None) => return Ok(None),
+            Err(error) => {
+                *slot = None;
+                return Err(Self::internal(error));
+            }
+        };
+        drop(slot);
+        let settings = jobs.settings();
+        let claimed = match Uuid::parse_str(&id) {
+            Ok(task_id) => {
+                store::claim_by_id(jobs.db(), task_id, &settings.worker_id, settings.lease).await?
+            }
+            Err(_) => None,
+        };
+        if claimed.is_none() {
+            // Already taken, cancelled or finished: a duplicate id.
+            let mut conn = self.commands.clone();
+            let _: redis::RedisResult<i64> = conn.lrem(&processing, 1, &id).await;
+        }
+        Ok(claimed)
+    }
+
+    async fn release(&self, queue: Queue, task_id: Uuid) {
+        let mut conn = self.commands.clone();
+        let processing = self.keys.processing(&self.worker_id, queue);
+        if let Err(error) = conn
+            .lrem::<_, _, i64>(&processing, 1, task_id.to_string())
+            .await
+        {
+            tracing::warn!(task_id = %task_id, error = %error, "clearing a processed id from Redis failed");
+        }
+    }
+
+    fn maintenance(&self, jobs: Jobs, mut stop: watch::Receiver<bool>) -> Option<JoinHandle<()>> {
+        let this = RedisDispatcher::new(
+            self.client.clone(),
+            self.commands.clone(),
+            self.keys.clone(),
+            self.worker_id.clone(),
+        );
+        Some(tokio::spawn(async move {
+            let mut ticks: u32 = 0;
+            loop {
+                if let Err(error) = this.move_due().await {
+                    tracing::warn!(error = %error, "moving delayed tasks failed");
+                }
+                if ticks % 20 == 0
+                    && let Err(error) = this.resync(&jobs).await
+                {
+                    tracing::warn!(
+                        error = format!("{error:#}"),
+                        "resyncing queued tasks failed"
+                    );
+                }
+                ticks = ticks.wrapping_add(1);
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                    _ = stop.wait_for(|stop| *stop) => break,
+                }
+            }
+        }))
+    }
+}
+
+/// Publishes outbox events to Redis; one process at a time holds the
+/// publisher lock, so events leave in outbox order.
+pub struct RedisSink {
+    pub commands: redis::aio::ConnectionManager,
+    pub keys: RedisKeys,
+    pub owner: String,
+}
+
+/// Renews the lock if we hold it, takes it if free.
+const LEAD_SCRIPT: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+    return redis.call('PEXPIRE', KEYS[1], ARGV[2]) \
+    else return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) and 1 or 0 end";
+
+#[async_trait::async_trait]
+impl Sink for RedisSink {
+    async fn lead(&self) -> bool {
+        let mut conn = self.commands.clone();
+        let result: redis::RedisResult<i64> = redis::cmd("EVAL")
+            .arg(LEAD_SCRIPT)
+            .arg(1)
+            .arg(self.keys.publisher_lock())
+            .arg(&self.owner)
+            .arg(10_000)
+            .query_async(&mut conn)
+            .await;
+        matches!(result, Ok(1))
+    }
+
+    async fn publish(&self, events: &[Arc<Event>]) -> anyhow::Result<()> {
+        let mut pipe = redis::pipe();
+        for event in events {
+            pipe.publish(self.keys.events(), serde_json::to_string(event.as_ref())?)
+                .ignore();
+        }
+        let mut conn = self.commands.clone();
+        pipe.query_async::<()>(&mut conn).await?;
+        Ok(())
+    }
+}
+
+/// Feeds this process's bus from Redis, reconnecting on failure.
+pub fn forward_events(
+    client: redis::Client,
+    keys: RedisKeys,
+    bus: EventBus,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            match client.get_async_pubsub().await {
+                Ok(mut pubsub) => {
+                    if let Err(error) = pubsub.subscribe(keys.events()).await {
+                        tracing::warn!(error = %error, "subscribing to Redis events failed");
+                    } else {
+                        let mut messages = pubsub.on_message();
+                        loop {
+                            tokio::select! {
+                                message = messages.next() => {
+                                    let Some(message) = message else { break };
+                                    match message.get_payload::<String>().map(|text| serde_json::from_str::<Event>(&text)) {
+                                        Ok(Ok(event)) => bus.deliver(Arc::new(event)),
+                                        _ => tracing::warn!("ignoring a malformed event from Redis"),
+                                    }
+                                }
+                                _ = stop.wait_for(|stop| *stop) => return,
+                            }
+                        }
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(error = %error, "connecting to Redis for events failed")
+                }
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = stop.wait_for(|stop| *stop) => return,
+            }
+        }
+    })
+}
