@@ -5,6 +5,7 @@ mod helpers;
 
 mod auth;
 mod cli;
+mod crash;
 mod graphql_http;
 mod jobs;
 mod ops;

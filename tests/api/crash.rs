@@ -1,0 +1,142 @@
+//! Crash test: worker processes are SIGKILLed at random instants while
+//! staged tasks run, and restarted. Every task must still finish, every
+//! stage's effect must be applied exactly once (`probe_effects` has the
+//! stage in its primary key, and we count), and no outbox event is lost.
+
+use std::time::Duration;
+
+use rand::Rng;
+use sea_orm::{ConnectionTrait, Statement};
+use serde_json::json;
+
+use crate::{
+    helpers::{AppOptions, Backend, spawn_app_with},
+    on_every_runner,
+};
+
+on_every_runner!(killed_workers_lose_no_task_and_duplicate_no_effect);
+
+const TASKS: usize = 24;
+const STAGES: usize = 3;
+
+async fn count(db: &sea_orm::DatabaseConnection, sql: &str) -> i64 {
+    let row = db
+        .query_one_raw(Statement::from_string(db.get_database_backend(), sql))
+        .await
+        .unwrap()
+        .unwrap();
+    row.try_get_by_index::<i64>(0).unwrap()
+}
+
+async fn killed_workers_lose_no_task_and_duplicate_no_effect(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        AppOptions::default()
+            .env("TRELLIS_ROLE", "api")
+            .env("TRELLIS_TASK_LEASE", "2")
+            .env("TRELLIS_TASK_MAX_ATTEMPTS", "50")
+            .env("TRELLIS_TASK_RETRY_BASE_MS", "50")
+            .env("TRELLIS_TASK_RETRY_MAX", "1")
+            .env("TRELLIS_TASK_POLL_MS", "50"),
+    )
+    .await;
+    let worker_env = [("TRELLIS_ROLE", "worker")];
+    let mut workers = Vec::new();
+    for _ in 0..3 {
+        workers.push(app.sibling(&worker_env).await.0);
+    }
+    let admin = app.admin().await;
+    for _ in 0..TASKS {
+        let response = app
+            .gql(
+                "mutation($i: ProbeTaskInput!) { probeTask(input: $i) { id } }",
+                json!({ "i": { "stages": STAGES, "sleepMs": 120 } }),
+            )
+            .bearer(&admin.access)
+            .send()
+            .await;
+        response.data();
+    }
+
+    // Chaos: kill a random worker at a random instant, start a fresh one.
+    for _ in 0..8 {
+        let (pause, victim) = {
+            let mut rng = rand::rng();
+            (
+                rng.random_range(50..600),
+                rng.random_range(0..workers.len()),
+            )
+        };
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        workers[victim].kill().await.unwrap();
+        workers[victim] = app.sibling(&worker_env).await.0;
+    }
+
+    let db = app.database().await;
+    let finished = "SELECT COUNT(*) FROM tasks WHERE kind = 'system.probe' AND status IN ('SUCCEEDED','FAILED','CANCELLED','SUPERSEDED')";
+    for _ in 0..1200 {
+        if count(&db, finished).await == TASKS as i64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM tasks WHERE kind = 'system.probe' AND status = 'SUCCEEDED'"
+        )
+        .await,
+        TASKS as i64,
+        "every task succeeded"
+    );
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM probe_effects").await,
+        (TASKS * STAGES) as i64,
+        "each stage's effect exactly once"
+    );
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM (SELECT task_id FROM probe_effects GROUP BY task_id HAVING COUNT(*) = 3) AS complete").await,
+        TASKS as i64
+    );
+
+    // The chaos really interrupted work: some tasks needed another worker.
+    assert!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM tasks WHERE kind = 'system.probe' AND attempt_count > 1"
+        )
+        .await
+            > 0
+    );
+
+    // Every task's final state reached the outbox and was published.
+    let succeeded_events = "SELECT COUNT(DISTINCT aggregate_id) FROM outbox_events \
+        WHERE topic = 'task.updated' AND payload LIKE '%SUCCEEDED%' AND payload LIKE '%system.probe%'";
+    let succeeded_events = if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+        succeeded_events.replace("payload LIKE", "payload::text LIKE")
+    } else {
+        succeeded_events.to_owned()
+    };
+    assert_eq!(count(&db, &succeeded_events).await, TASKS as i64);
+    for _ in 0..100 {
+        if count(
+            &db,
+            "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL",
+        )
+        .await
+            == 0
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL"
+        )
+        .await,
+        0,
+        "every event was published"
+    );
+}
