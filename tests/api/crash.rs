@@ -37,20 +37,29 @@ async fn killed_workers_lose_no_task_and_duplicate_no_effect(backend: Backend) {
             .env("TRELLIS_TASK_MAX_ATTEMPTS", "50")
             .env("TRELLIS_TASK_RETRY_BASE_MS", "50")
             .env("TRELLIS_TASK_RETRY_MAX", "1")
-            .env("TRELLIS_TASK_POLL_MS", "50"),
+            .env("TRELLIS_TASK_POLL_MS", "50")
+            // Few slots per worker, so the tasks run in waves the chaos can hit.
+            .env("TRELLIS_QUEUE_SHORT_CONCURRENCY", "2"),
     )
     .await;
-    let worker_env = [("TRELLIS_ROLE", "worker")];
+    // Named workers, so the chaos can aim at one that holds a lease.
+    let mut spawned = 0;
     let mut workers = Vec::new();
     for _ in 0..3 {
-        workers.push(app.sibling(&worker_env).await.0);
+        let name = format!("worker-{spawned}");
+        spawned += 1;
+        let child = app
+            .sibling(&[("TRELLIS_ROLE", "worker"), ("TRELLIS_WORKER_ID", &name)])
+            .await
+            .0;
+        workers.push((name, child));
     }
     let admin = app.admin().await;
     for _ in 0..TASKS {
         let response = app
             .gql(
                 "mutation($i: ProbeTaskInput!) { probeTask(input: $i) { id } }",
-                json!({ "i": { "stages": STAGES, "sleepMs": 120 } }),
+                json!({ "i": { "stages": STAGES, "sleepMs": 300 } }),
             )
             .bearer(&admin.access)
             .send()
@@ -58,9 +67,11 @@ async fn killed_workers_lose_no_task_and_duplicate_no_effect(backend: Backend) {
         response.data();
     }
 
-    // Chaos: kill a random worker at a random instant, start a fresh one.
+    // Chaos: at random instants, kill a worker that holds a lease (else a
+    // random one) and start a fresh one in its place.
+    let db = app.database().await;
     for _ in 0..8 {
-        let (pause, victim) = {
+        let (pause, random_victim) = {
             let mut rng = rand::rng();
             (
                 rng.random_range(50..600),
@@ -68,11 +79,27 @@ async fn killed_workers_lose_no_task_and_duplicate_no_effect(backend: Backend) {
             )
         };
         tokio::time::sleep(Duration::from_millis(pause)).await;
-        workers[victim].kill().await.unwrap();
-        workers[victim] = app.sibling(&worker_env).await.0;
+        let holder = db
+            .query_one_raw(Statement::from_string(
+                db.get_database_backend(),
+                "SELECT lease_owner FROM tasks WHERE status = 'RUNNING' AND lease_owner LIKE 'worker-%' LIMIT 1",
+            ))
+            .await
+            .unwrap()
+            .and_then(|row| row.try_get_by_index::<String>(0).ok());
+        let victim = holder
+            .and_then(|owner| workers.iter().position(|(name, _)| *name == owner))
+            .unwrap_or(random_victim);
+        workers[victim].1.kill().await.unwrap();
+        let name = format!("worker-{spawned}");
+        spawned += 1;
+        let child = app
+            .sibling(&[("TRELLIS_ROLE", "worker"), ("TRELLIS_WORKER_ID", &name)])
+            .await
+            .0;
+        workers[victim] = (name, child);
     }
 
-    let db = app.database().await;
     let finished = "SELECT COUNT(*) FROM tasks WHERE kind = 'system.probe' AND status IN ('SUCCEEDED','FAILED','CANCELLED','SUPERSEDED')";
     for _ in 0..1200 {
         if count(&db, finished).await == TASKS as i64 {
