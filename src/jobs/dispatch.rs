@@ -13,13 +13,13 @@ use crate::error::AppResult;
 
 #[async_trait::async_trait]
 pub trait Dispatcher: Send + Sync + 'static {
-    /// A task was committed `QUEUED` (new, retried, reclaimed): make it
-    /// reachable for workers once it is due.
-    async fn announce(&self, task: &task::Model);
+    /// Tasks were committed `QUEUED` (new, retried, reclaimed): make them
+    /// reachable for workers once they are due.
+    async fn announce(&self, tasks: &[task::Model]);
 
-    /// Waits a short while for a task of `queue` and claims it for this
-    /// worker. `None` when nothing could be claimed in that time.
-    async fn next(&self, jobs: &Jobs, queue: Queue) -> AppResult<Option<task::Model>>;
+    /// Waits a short while for tasks of `queue` and claims up to `max` of
+    /// them for this worker. Empty when nothing could be claimed in that time.
+    async fn next(&self, jobs: &Jobs, queue: Queue, max: usize) -> AppResult<Vec<task::Model>>;
 
     /// The worker no longer holds a task it got from `next`.
     async fn release(&self, queue: Queue, task_id: Uuid);
@@ -49,22 +49,25 @@ impl Default for Embedded {
 
 #[async_trait::async_trait]
 impl Dispatcher for Embedded {
-    async fn announce(&self, task: &task::Model) {
-        if let Some(queue) = Queue::parse(&task.queue) {
-            self.wake[queue as usize].notify_one();
+    async fn announce(&self, tasks: &[task::Model]) {
+        for task in tasks {
+            if let Some(queue) = Queue::parse(&task.queue) {
+                self.wake[queue as usize].notify_one();
+            }
         }
     }
 
-    async fn next(&self, jobs: &Jobs, queue: Queue) -> AppResult<Option<task::Model>> {
+    async fn next(&self, jobs: &Jobs, queue: Queue, max: usize) -> AppResult<Vec<task::Model>> {
         let settings = jobs.settings();
         let claimed = store::claim_next(
             jobs.db(),
             queue.as_str(),
             &settings.worker_id,
             settings.lease,
+            max,
         )
         .await?;
-        if claimed.is_none() {
+        if claimed.is_empty() {
             tokio::select! {
                 _ = self.wake[queue as usize].notified() => {}
                 _ = tokio::time::sleep(settings.poll_interval) => {}

@@ -152,12 +152,53 @@ impl Jobs {
     /// After a commit: wakes the outbox publisher, and announces a task
     /// that is (again) queued.
     pub(crate) async fn after_commit(&self, task: Option<&task::Model>) {
+        self.after_commit_all(task.map(std::slice::from_ref).unwrap_or_default())
+            .await;
+    }
+
+    /// [`Jobs::after_commit`] for many tasks at once.
+    pub(crate) async fn after_commit_all(&self, tasks: &[task::Model]) {
         self.inner.outbox_wake.notify_one();
-        if let Some(task) = task
-            && task.status == TaskStatus::Queued.as_str()
-        {
-            self.inner.dispatcher.announce(task).await;
+        let queued: Vec<task::Model> = tasks
+            .iter()
+            .filter(|task| task.status == TaskStatus::Queued.as_str())
+            .cloned()
+            .collect();
+        if !queued.is_empty() {
+            self.inner.dispatcher.announce(&queued).await;
         }
+    }
+
+    /// Enqueues many tasks in one transaction (no idempotency keys: each
+    /// is new). For bulk work such as refreshing every feed.
+    pub async fn enqueue_batch(&self, tasks: Vec<NewTask>) -> AppResult<Vec<task::Model>> {
+        if tasks.iter().any(|task| task.idempotency_key.is_some()) {
+            return Err(AppError::internal(anyhow::anyhow!(
+                "enqueue_batch takes no idempotency keys; use enqueue"
+            )));
+        }
+        let mut rows = Vec::with_capacity(tasks.len());
+        for mut new in tasks {
+            self.name_first_stage(&mut new)?;
+            rows.push((Uuid::now_v7(), new));
+        }
+        let txn = sea_orm::TransactionTrait::begin(&self.inner.db).await?;
+        let refs: Vec<(Uuid, &NewTask)> = rows.iter().map(|(id, new)| (*id, new)).collect();
+        let models = store::insert_tasks(&txn, &refs, self.inner.settings.max_attempts).await?;
+        txn.commit().await?;
+        self.after_commit_all(&models).await;
+        Ok(models)
+    }
+
+    fn name_first_stage(&self, new: &mut NewTask) -> AppResult<()> {
+        let handler = self.inner.registry.get(new.kind).ok_or_else(|| {
+            AppError::internal(anyhow::anyhow!("no handler registered for {}", new.kind))
+        })?;
+        if new.first_stage.is_none() {
+            // Stages may depend on the payload; a model of the new task is enough to name the first.
+            new.first_stage = handler.stages(&probe_model(new)).first().copied();
+        }
+        Ok(())
     }
 
     /// Enqueues a task. With an idempotency key, a repeat of the same
@@ -193,9 +234,13 @@ impl Jobs {
     }
 
     /// Dispatch: the next due task of `queue` for this worker, if any.
-    pub(crate) async fn dispatch_next(&self, queue: Queue) -> AppResult<Option<task::Model>> {
-        let claimed = self.inner.dispatcher.next(self, queue).await?;
-        if claimed.is_some() {
+    pub(crate) async fn dispatch_next(
+        &self,
+        queue: Queue,
+        max: usize,
+    ) -> AppResult<Vec<task::Model>> {
+        let claimed = self.inner.dispatcher.next(self, queue, max).await?;
+        if !claimed.is_empty() {
             self.after_commit(None).await;
         }
         Ok(claimed)

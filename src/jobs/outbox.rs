@@ -7,8 +7,8 @@ use std::{sync::Arc, time::Duration};
 use chrono::Utc;
 use entity::outbox_event;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect, Set, sea_query::Expr,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, Set, sea_query::Expr,
 };
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
@@ -17,24 +17,31 @@ use uuid::Uuid;
 use super::bus::{Event, EventBus};
 use crate::error::AppResult;
 
-/// Records an event in the same transaction as the change it describes.
-pub async fn emit(
-    txn: &impl ConnectionTrait,
-    topic: &str,
-    aggregate_id: &str,
-    owner_id: Option<Uuid>,
-    payload: Value,
-) -> AppResult<()> {
-    outbox_event::ActiveModel {
-        topic: Set(topic.to_owned()),
-        aggregate_id: Set(aggregate_id.to_owned()),
-        owner_id: Set(owner_id),
-        payload: Set(payload),
-        created_at: Set(Utc::now()),
+/// An event to record.
+pub struct NewEvent {
+    pub topic: &'static str,
+    pub aggregate_id: String,
+    pub owner_id: Option<Uuid>,
+    pub payload: Value,
+}
+
+/// Records events in the same transaction as the change they describe
+/// (one statement however many).
+pub async fn emit(txn: &impl ConnectionTrait, events: Vec<NewEvent>) -> AppResult<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let now = Utc::now();
+    outbox_event::Entity::insert_many(events.into_iter().map(|event| outbox_event::ActiveModel {
+        topic: Set(event.topic.to_owned()),
+        aggregate_id: Set(event.aggregate_id),
+        owner_id: Set(event.owner_id),
+        payload: Set(event.payload),
+        created_at: Set(now),
         published_at: Set(None),
         ..Default::default()
-    }
-    .insert(txn)
+    }))
+    .exec_without_returning(txn)
     .await?;
     Ok(())
 }

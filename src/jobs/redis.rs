@@ -113,12 +113,6 @@ impl RedisDispatcher {
         AppError::internal(anyhow::Error::new(error).context("redis"))
     }
 
-    async fn push(&self, queue: Queue, id: Uuid) -> redis::RedisResult<()> {
-        let mut conn = self.commands.clone();
-        conn.lpush::<_, _, ()>(self.keys.queue(queue), id.to_string())
-            .await
-    }
-
     /// Moves delayed ids whose time has come onto their queue. `ZREM`
     /// decides which mover pushes each, so several movers never double it.
     async fn move_due(&self) -> redis::RedisResult<usize> {
@@ -158,8 +152,8 @@ impl RedisDispatcher {
                 .limit(512)
                 .all(jobs.db())
                 .await?;
-            for task in &stale {
-                self.push(queue, task.id).await?;
+            if !stale.is_empty() {
+                self.announce(&stale).await;
             }
             if !stale.is_empty() {
                 tracing::info!(
@@ -175,28 +169,35 @@ impl RedisDispatcher {
 
 #[async_trait::async_trait]
 impl Dispatcher for RedisDispatcher {
-    async fn announce(&self, task: &task::Model) {
-        let Some(queue) = Queue::parse(&task.queue) else {
-            return;
-        };
-        let result = if task.run_at <= Utc::now() {
-            self.push(queue, task.id).await
-        } else {
-            let mut conn = self.commands.clone();
-            conn.zadd::<_, _, _, ()>(
+    async fn announce(&self, tasks: &[task::Model]) {
+        let now = Utc::now();
+        let mut pipe = redis::pipe();
+        for queue in Queue::ALL {
+            let due: Vec<String> = tasks
+                .iter()
+                .filter(|task| task.queue == queue.as_str() && task.run_at <= now)
+                .map(|task| task.id.to_string())
+                .collect();
+            if !due.is_empty() {
+                pipe.lpush(self.keys.queue(queue), due).ignore();
+            }
+        }
+        for task in tasks.iter().filter(|task| task.run_at > now) {
+            pipe.zadd(
                 self.keys.delayed(),
-                format!("{}|{}", queue.as_str(), task.id),
+                format!("{}|{}", task.queue, task.id),
                 task.run_at.timestamp_millis(),
             )
-            .await
-        };
-        if let Err(error) = result {
-            // The resync finds it later; the database still has the truth.
-            tracing::warn!(task_id = %task.id, error = %error, "announcing a task to Redis failed");
+            .ignore();
+        }
+        let mut conn = self.commands.clone();
+        if let Err(error) = pipe.query_async::<()>(&mut conn).await {
+            // The resync finds them later; the database still has the truth.
+            tracing::warn!(count = tasks.len(), error = %error, "announcing tasks to Redis failed");
         }
     }
 
-    async fn next(&self, jobs: &Jobs, queue: Queue) -> AppResult<Option<task::Model>> {
+    async fn next(&self, jobs: &Jobs, queue: Queue, max: usize) -> AppResult<Vec<task::Model>> {
         let mut slot = self.blocking[queue as usize].lock().await;
         if slot.is_none() {
             *slot = Some(
@@ -206,38 +207,59 @@ impl Dispatcher for RedisDispatcher {
             );
         }
         let Some(conn) = slot.as_mut() else {
-            return Ok(None);
+            return Ok(Vec::new());
         };
+        let source = self.keys.queue(queue);
         let processing = self.keys.processing(&self.worker_id, queue);
-        let popped: redis::RedisResult<Option<String>> = conn
+        // Wait for one id, then take up to `max - 1` more without waiting;
+        // each id moves to our processing list atomically.
+        let first: redis::RedisResult<Option<String>> = conn
             .blmove(
-                self.keys.queue(queue),
+                &source,
                 &processing,
                 redis::Direction::Right,
                 redis::Direction::Left,
                 1.0,
             )
             .await;
-        let id = match popped {
-            Ok(Some(id)) => id,
-            Ok(None) => return Ok(None),
+        let mut ids = match first {
+            Ok(Some(id)) => vec![id],
+            Ok(None) => return Ok(Vec::new()),
             Err(error) => {
                 *slot = None;
                 return Err(Self::internal(error));
             }
         };
         drop(slot);
-        let settings = jobs.settings();
-        let claimed = match Uuid::parse_str(&id) {
-            Ok(task_id) => {
-                store::claim_by_id(jobs.db(), task_id, &settings.worker_id, settings.lease).await?
-            }
-            Err(_) => None,
-        };
-        if claimed.is_none() {
-            // Already taken, cancelled or finished: a duplicate id.
+        if max > 1 {
             let mut conn = self.commands.clone();
-            let _: redis::RedisResult<i64> = conn.lrem(&processing, 1, &id).await;
+            let more: Vec<String> = redis::cmd("EVAL")
+                .arg(TAKE_SCRIPT)
+                .arg(2)
+                .arg(&source)
+                .arg(&processing)
+                .arg(max - 1)
+                .query_async(&mut conn)
+                .await
+                .map_err(Self::internal)?;
+            ids.extend(more);
+        }
+        let uuids: Vec<Uuid> = ids
+            .iter()
+            .filter_map(|id| Uuid::parse_str(id).ok())
+            .collect();
+        let settings = jobs.settings();
+        let claimed =
+            store::claim_ids(jobs.db(), &uuids, &settings.worker_id, settings.lease).await?;
+        if claimed.len() < ids.len() {
+            // Already taken, cancelled or finished: duplicate ids.
+            let mut conn = self.commands.clone();
+            for id in ids
+                .iter()
+                .filter(|id| !claimed.iter().any(|task| task.id.to_string() == **id))
+            {
+                let _: redis::RedisResult<i64> = conn.lrem(&processing, 1, id).await;
+            }
         }
         Ok(claimed)
     }
@@ -283,6 +305,13 @@ impl Dispatcher for RedisDispatcher {
         }))
     }
 }
+
+/// Moves up to ARGV[1] ids from the tail of KEYS[1] to our processing list
+/// KEYS[2], atomically, and returns them.
+const TAKE_SCRIPT: &str = "local ids = redis.call('RPOP', KEYS[1], ARGV[1]) \
+    if not ids then return {} end \
+    for _, id in ipairs(ids) do redis.call('LPUSH', KEYS[2], id) end \
+    return ids";
 
 /// Publishes outbox events to Redis; one process at a time holds the
 /// publisher lock, so events leave in outbox order.

@@ -103,22 +103,30 @@ async fn queue_loop(jobs: Jobs, queue: Queue, mut stop: watch::Receiver<bool>) {
         if *stop.borrow() {
             break;
         }
-        let permit = tokio::select! {
+        // Wait for one free slot, then take every other free one: claims
+        // are batched up to the number of idle workers.
+        let first = tokio::select! {
             permit = slots.clone().acquire_owned() => match permit {
                 Ok(permit) => permit,
                 Err(_) => break,
             },
             _ = stop.wait_for(|stop| *stop) => break,
         };
-        match jobs.dispatch_next(queue).await {
-            Ok(Some(task)) => {
-                tokio::spawn(execute(jobs.clone(), task, permit, stop.clone()));
+        let mut permits = vec![first];
+        while let Ok(permit) = slots.clone().try_acquire_owned() {
+            permits.push(permit);
+        }
+        match jobs.dispatch_next(queue, permits.len()).await {
+            // Unused permits drop here; an empty batch means the dispatcher
+            // already waited a little.
+            Ok(tasks) => {
+                for (task, permit) in tasks.into_iter().zip(permits) {
+                    tokio::spawn(execute(jobs.clone(), task, permit, stop.clone()));
+                }
             }
-            // The dispatcher already waited a little.
-            Ok(None) => drop(permit),
             Err(error) => {
-                drop(permit);
-                tracing::warn!(queue = queue.key(), error = %error, "claiming a task failed; retrying");
+                drop(permits);
+                tracing::warn!(queue = queue.key(), error = %error, "claiming tasks failed; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
@@ -165,8 +173,11 @@ async fn execute(
     heartbeat.abort();
 
     let finished = match outcome {
-        Some(outcome) => store::finish(jobs.db(), task.id, &settings.worker_id, outcome).await,
-        None => Ok(None),
+        End::Outcome(outcome) => {
+            store::finish(jobs.db(), task.id, &settings.worker_id, outcome).await
+        }
+        End::Finished(model) => Ok(Some(model)),
+        End::LeaseLost => Ok(None),
     };
     match finished {
         Ok(Some(model)) => {
@@ -196,18 +207,27 @@ async fn execute(
     metrics::gauge!("trellis_tasks_running", "queue" => queue).decrement(1.0);
 }
 
-/// Runs the remaining stages; returns how the task ends, or `None` when the
-/// lease was lost (another worker owns it now).
+/// How running the stages ended.
+enum End {
+    /// The outcome still has to be recorded.
+    Outcome(Finish),
+    /// The last stage committed and recorded `SUCCEEDED` in one transaction.
+    Finished(task::Model),
+    /// Another worker owns the task now.
+    LeaseLost,
+}
+
+/// Runs the remaining stages.
 async fn run_stages(
     jobs: &Jobs,
     task: &task::Model,
     lost: &AtomicBool,
     cancel: &AtomicBool,
     stop: &watch::Receiver<bool>,
-) -> Option<Finish> {
+) -> End {
     let settings = jobs.settings();
     let Some(handler) = jobs.registry().get(&task.kind).cloned() else {
-        return Some(Finish::Failed(format!(
+        return End::Outcome(Finish::Failed(format!(
             "no handler for task kind `{}`",
             task.kind
         )));
@@ -216,13 +236,13 @@ async fn run_stages(
     let mut result = None;
     for index in (task.stages_done.max(0) as usize)..stages.len() {
         if lost.load(Ordering::SeqCst) {
-            return None;
+            return End::LeaseLost;
         }
         if cancel.load(Ordering::SeqCst) {
-            return Some(Finish::Cancelled);
+            return End::Outcome(Finish::Cancelled);
         }
         if *stop.borrow() {
-            return Some(Finish::Release);
+            return End::Outcome(Finish::Release);
         }
         let mut run = StageRun {
             task,
@@ -236,7 +256,11 @@ async fn run_stages(
             txn: None,
         };
         let outcome = match handler.run_stage(&mut run).await {
-            Ok(()) => commit_stage(&mut run).await,
+            Ok(()) => {
+                result = run.result.take().or(result);
+                let last = (index + 1 == stages.len()).then(|| (stages.len(), result.clone()));
+                commit_stage(&mut run, last).await
+            }
             Err(error) => Err(error),
         };
         if let Some(txn) = run.txn.take() {
@@ -244,47 +268,73 @@ async fn run_stages(
             let _ = txn.rollback().await;
         }
         match outcome {
-            Ok(()) => {
-                result = run.result.take().or(result);
-                jobs.after_commit(None).await;
-            }
-            Err(StageError::LeaseLost) => return None,
-            Err(StageError::Cancelled) => return Some(Finish::Cancelled),
-            Err(StageError::Superseded) => return Some(Finish::Superseded),
-            Err(StageError::Fail(message)) => return Some(Finish::Failed(message)),
+            Ok(Some(finished)) => return End::Finished(finished),
+            Ok(None) => jobs.after_commit(None).await,
+            Err(StageError::LeaseLost) => return End::LeaseLost,
+            Err(StageError::Cancelled) => return End::Outcome(Finish::Cancelled),
+            Err(StageError::Superseded) => return End::Outcome(Finish::Superseded),
+            Err(StageError::Fail(message)) => return End::Outcome(Finish::Failed(message)),
             Err(StageError::Retry(error)) => {
                 let message = format!("{error:#}");
                 tracing::info!(task_id = %task.id, stage = stages[index], attempt = task.attempt_count, error = %message, "stage failed");
-                return Some(settings.after_failed_attempt(task, message));
+                return End::Outcome(settings.after_failed_attempt(task, message));
             }
         }
     }
-    Some(Finish::Succeeded(result))
+    // Resumed with every stage already committed.
+    End::Outcome(Finish::Succeeded(result))
 }
 
 /// Commits a successful stage: opens the transaction if the handler did not
-/// need one, stores progress, emits the task's new state.
-async fn commit_stage(run: &mut StageRun<'_>) -> Result<(), StageError> {
+/// need one, stores progress and emits the task's new state. The last stage
+/// (`last` = stage count and result) also records `SUCCEEDED` in the same
+/// transaction and returns the finished task.
+async fn commit_stage(
+    run: &mut StageRun<'_>,
+    last: Option<(usize, Option<serde_json::Value>)>,
+) -> Result<Option<task::Model>, StageError> {
+    use sea_orm::sea_query::Expr;
     let progress = run.progress.take();
     let task_id = run.task.id;
+    if last.is_some() && run.txn.is_none() && run.task.scope.is_none() {
+        // Nothing to check before the end: the outcome update is itself
+        // conditional on our lease and records the stage.
+        run.txn = Some(run.db.begin().await?);
+    }
+    let worker = run.worker;
     let txn = run.txn().await?;
     if let Some(progress) = progress {
-        use sea_orm::sea_query::Expr;
         task::Entity::update_many()
             .col_expr(task::Column::Progress, Expr::value(progress))
             .filter(task::Column::Id.eq(task_id))
             .exec(txn)
             .await?;
     }
-    if let Some(model) = task::Entity::find_by_id(task_id).one(txn).await? {
-        store::emit_task_updated(txn, &model).await?;
-    }
+    let finished = match last {
+        Some((total, result)) => Some(
+            store::apply_outcome_in(
+                txn,
+                task_id,
+                store::held_by(task_id, worker),
+                &Finish::Succeeded(result),
+                Some(total as i32),
+            )
+            .await?
+            .ok_or(StageError::LeaseLost)?,
+        ),
+        None => {
+            if let Some(model) = task::Entity::find_by_id(task_id).one(txn).await? {
+                store::emit_task_updated(txn, &model).await?;
+            }
+            None
+        }
+    };
     let txn = run
         .txn
         .take()
         .ok_or_else(|| StageError::Retry(anyhow::anyhow!("stage transaction missing")))?;
     txn.commit().await?;
-    Ok(())
+    Ok(finished)
 }
 
 async fn heartbeat_loop(
@@ -396,7 +446,6 @@ async fn fire_if_due(jobs: &Jobs, job: &Periodic) -> anyhow::Result<()> {
         &txn,
         &new,
         uuid::Uuid::now_v7(),
-        policy::payload_hash(new.kind, &new.payload),
         jobs.settings().max_attempts,
     )
     .await?;

@@ -28,18 +28,26 @@ use crate::error::{AppError, AppResult};
 /// Owner key of server-initiated work in `idempotency_keys`.
 const SYSTEM_OWNER: &str = "system";
 
-/// Emits the task's current state as a `task.updated` event.
+/// Emits the tasks' current states as `task.updated` events.
+pub async fn emit_tasks_updated(
+    txn: &impl ConnectionTrait,
+    models: &[task::Model],
+) -> AppResult<()> {
+    let mut events = Vec::with_capacity(models.len());
+    for model in models {
+        events.push(outbox::NewEvent {
+            topic: TASK_UPDATED,
+            aggregate_id: model.id.to_string(),
+            owner_id: model.owner_id,
+            payload: serde_json::to_value(Task::from(model)).map_err(AppError::internal)?,
+        });
+    }
+    outbox::emit(txn, events).await
+}
+
+/// Emits one task's current state as a `task.updated` event.
 pub async fn emit_task_updated(txn: &impl ConnectionTrait, model: &task::Model) -> AppResult<()> {
-    let task = Task::from(model);
-    let payload = serde_json::to_value(&task).map_err(AppError::internal)?;
-    outbox::emit(
-        txn,
-        TASK_UPDATED,
-        &model.id.to_string(),
-        model.owner_id,
-        payload,
-    )
-    .await
+    emit_tasks_updated(txn, std::slice::from_ref(model)).await
 }
 
 fn stmt(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement {
@@ -100,7 +108,7 @@ pub async fn enqueue(
         }
     }
 
-    let model = insert_task(&txn, new, id, hash, default_max_attempts).await?;
+    let model = insert_task(&txn, new, id, default_max_attempts).await?;
     txn.commit().await?;
     metrics::counter!("trellis_tasks_enqueued_total", "queue" => new.queue.as_str(), "kind" => new.kind)
         .increment(1);
@@ -110,26 +118,20 @@ pub async fn enqueue(
     })
 }
 
-/// Inserts a new task (advancing its scope's generation) and its first
-/// event, in the caller's transaction.
-pub async fn insert_task(
-    txn: &impl ConnectionTrait,
+/// The row of a new `QUEUED` task.
+fn new_task_row(
     new: &NewTask,
     id: Uuid,
-    payload_hash: String,
+    generation: Option<i64>,
     default_max_attempts: i32,
-) -> AppResult<task::Model> {
-    let now = Utc::now();
-    let generation = match &new.scope {
-        Some(scope) => Some(advance_generation(txn, scope, now).await?),
-        None => None,
-    };
-    let model = task::ActiveModel {
+    now: DateTime<Utc>,
+) -> task::ActiveModel {
+    task::ActiveModel {
         id: Set(id),
         kind: Set(new.kind.to_owned()),
         queue: Set(new.queue.as_str().to_owned()),
         payload: Set(new.payload.clone()),
-        payload_hash: Set(payload_hash),
+        payload_hash: Set(policy::payload_hash(new.kind, &new.payload)),
         owner_id: Set(new.owner_id),
         idempotency_key: Set(new.idempotency_key.clone()),
         status: Set(TaskStatus::Queued.as_str().to_owned()),
@@ -155,10 +157,51 @@ pub async fn insert_task(
         started_at: Set(None),
         finished_at: Set(None),
     }
-    .insert(txn)
-    .await?;
-    emit_task_updated(txn, &model).await?;
-    Ok(model)
+}
+
+/// Inserts new tasks (advancing their scopes' generations) and their first
+/// events, in the caller's transaction, with one statement for the rows.
+pub async fn insert_tasks(
+    txn: &impl ConnectionTrait,
+    tasks: &[(Uuid, &NewTask)],
+    default_max_attempts: i32,
+) -> AppResult<Vec<task::Model>> {
+    if tasks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let now = Utc::now();
+    let mut rows = Vec::with_capacity(tasks.len());
+    for (id, new) in tasks {
+        let generation = match &new.scope {
+            Some(scope) => Some(advance_generation(txn, scope, now).await?),
+            None => None,
+        };
+        rows.push(new_task_row(
+            new,
+            *id,
+            generation,
+            default_max_attempts,
+            now,
+        ));
+    }
+    let models = task::Entity::insert_many(rows)
+        .exec_with_returning(txn)
+        .await?;
+    emit_tasks_updated(txn, &models).await?;
+    Ok(models)
+}
+
+/// Inserts one new task; see [`insert_tasks`].
+pub async fn insert_task(
+    txn: &impl ConnectionTrait,
+    new: &NewTask,
+    id: Uuid,
+    default_max_attempts: i32,
+) -> AppResult<task::Model> {
+    insert_tasks(txn, &[(id, new)], default_max_attempts)
+        .await?
+        .pop()
+        .ok_or_else(|| AppError::internal(anyhow::anyhow!("task insert returned no row")))
 }
 
 /// The task an earlier request with this key created, if the payload matches.
@@ -229,73 +272,84 @@ pub async fn current_generation(txn: &impl ConnectionTrait, scope: &str) -> AppR
     })
 }
 
-/// Takes the next due task of `queue` for `worker`: status `RUNNING`, a
-/// fresh lease, one more attempt. Concurrent claimers never get the same
-/// task (`FOR UPDATE SKIP LOCKED` on PostgreSQL; SQLite serialises writers).
+const CLAIM_SET: &str = "SET status = 'RUNNING', lease_owner = $1, lease_expires_at = $2, \
+     heartbeat_at = $3, attempt_count = attempt_count + 1, \
+     started_at = COALESCE(started_at, $3), updated_at = $3";
+
+/// Takes up to `limit` due tasks of `queue`, oldest first, for `worker`:
+/// status `RUNNING`, a fresh lease, one more attempt. Concurrent claimers
+/// never get the same task (`FOR UPDATE SKIP LOCKED` on PostgreSQL; SQLite
+/// serialises writers).
 pub async fn claim_next(
     db: &DatabaseConnection,
     queue: &str,
     worker: &str,
     lease: Duration,
-) -> AppResult<Option<task::Model>> {
-    let backend = db.get_database_backend();
-    let now = Utc::now();
-    let expires = now + chrono::Duration::from_std(lease).map_err(AppError::internal)?;
-    let skip_locked = if backend == DbBackend::Postgres {
-        " FOR UPDATE SKIP LOCKED"
+    limit: usize,
+) -> AppResult<Vec<task::Model>> {
+    let limit = limit.max(1);
+    let sql = if db.get_database_backend() == DbBackend::Postgres {
+        // A CTE runs the locking subquery exactly once; `IN (SELECT … LIMIT
+        // … SKIP LOCKED)` may be re-evaluated and exceed the limit.
+        format!(
+            "WITH picked AS (SELECT id FROM tasks WHERE queue = $4 AND status = 'QUEUED' \
+             AND run_at <= $3 ORDER BY run_at, id LIMIT {limit} FOR UPDATE SKIP LOCKED) \
+             UPDATE tasks {CLAIM_SET} FROM picked WHERE tasks.id = picked.id RETURNING tasks.*"
+        )
     } else {
-        ""
+        format!(
+            "UPDATE tasks {CLAIM_SET} WHERE status = 'QUEUED' AND id IN (SELECT id FROM tasks \
+             WHERE queue = $4 AND status = 'QUEUED' AND run_at <= $3 \
+             ORDER BY run_at, id LIMIT {limit}) RETURNING *"
+        )
     };
+    claim_with(db, worker, lease, &sql, vec![queue.into()]).await
+}
+
+/// Claims the named tasks that are still due (the Redis dispatcher names them).
+pub async fn claim_ids(
+    db: &DatabaseConnection,
+    ids: &[Uuid],
+    worker: &str,
+    lease: Duration,
+) -> AppResult<Vec<task::Model>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let placeholders: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 4)).collect();
     let sql = format!(
-        "UPDATE tasks SET status = 'RUNNING', lease_owner = $1, lease_expires_at = $2, \
-         heartbeat_at = $3, attempt_count = attempt_count + 1, \
-         started_at = COALESCE(started_at, $3), updated_at = $3 \
-         WHERE status = 'QUEUED' AND id = (SELECT id FROM tasks WHERE queue = $4 \
-         AND status = 'QUEUED' AND run_at <= $3 ORDER BY run_at, id LIMIT 1{skip_locked}) \
-         RETURNING *"
+        "UPDATE tasks {CLAIM_SET} WHERE status = 'QUEUED' AND run_at <= $3 AND id IN ({}) RETURNING *",
+        placeholders.join(", ")
     );
     claim_with(
         db,
+        worker,
+        lease,
         &sql,
-        vec![worker.into(), expires.into(), now.into(), queue.into()],
+        ids.iter().map(|id| (*id).into()).collect(),
     )
     .await
 }
 
-/// Claims one specific task (the Redis dispatcher names it).
-pub async fn claim_by_id(
-    db: &DatabaseConnection,
-    id: Uuid,
-    worker: &str,
-    lease: Duration,
-) -> AppResult<Option<task::Model>> {
-    let now = Utc::now();
-    let expires = now + chrono::Duration::from_std(lease).map_err(AppError::internal)?;
-    let sql = "UPDATE tasks SET status = 'RUNNING', lease_owner = $1, lease_expires_at = $2, \
-               heartbeat_at = $3, attempt_count = attempt_count + 1, \
-               started_at = COALESCE(started_at, $3), updated_at = $3 \
-               WHERE id = $4 AND status = 'QUEUED' AND run_at <= $3 RETURNING *";
-    claim_with(
-        db,
-        sql,
-        vec![worker.into(), expires.into(), now.into(), id.into()],
-    )
-    .await
-}
-
+/// Runs a claim statement (`$1..$3` are worker, expiry, now; the rest
+/// follow) and records the claimed tasks' events, in one transaction.
 async fn claim_with(
     db: &DatabaseConnection,
+    worker: &str,
+    lease: Duration,
     sql: &str,
-    values: Vec<Value>,
-) -> AppResult<Option<task::Model>> {
+    rest: Vec<Value>,
+) -> AppResult<Vec<task::Model>> {
+    let now = Utc::now();
+    let expires = now + chrono::Duration::from_std(lease).map_err(AppError::internal)?;
+    let mut values: Vec<Value> = vec![worker.into(), expires.into(), now.into()];
+    values.extend(rest);
     let txn = db.begin().await?;
     let claimed = task::Entity::find()
         .from_raw_sql(stmt(txn.get_database_backend(), sql, values))
-        .one(&txn)
+        .all(&txn)
         .await?;
-    if let Some(task) = &claimed {
-        emit_task_updated(&txn, task).await?;
-    }
+    emit_tasks_updated(&txn, &claimed).await?;
     txn.commit().await?;
     Ok(claimed)
 }
@@ -332,7 +386,7 @@ pub async fn renew_lease(
     Ok(Heartbeat::Held { cancel_requested })
 }
 
-fn held_by(id: Uuid, worker: &str) -> sea_orm::Condition {
+pub fn held_by(id: Uuid, worker: &str) -> sea_orm::Condition {
     sea_orm::Condition::all()
         .add(task::Column::Id.eq(id))
         .add(task::Column::LeaseOwner.eq(worker))
@@ -444,22 +498,39 @@ async fn apply_outcome(
     outcome: &Finish,
 ) -> AppResult<Option<task::Model>> {
     let txn = db.begin().await?;
-    let updated = outcome_update(outcome, Utc::now())
+    let model = apply_outcome_in(&txn, id, condition, outcome, None).await?;
+    if model.is_some() {
+        txn.commit().await?;
+    } else {
+        txn.rollback().await?;
+    }
+    Ok(model)
+}
+
+/// [`apply_outcome`] inside the caller's transaction (the last stage's, so
+/// its effects, the stage record and the end commit together), optionally
+/// recording `stages_done`.
+pub async fn apply_outcome_in(
+    txn: &DatabaseTransaction,
+    id: Uuid,
+    condition: sea_orm::Condition,
+    outcome: &Finish,
+    stages_done: Option<i32>,
+) -> AppResult<Option<task::Model>> {
+    let mut update = outcome_update(outcome, Utc::now());
+    if let Some(done) = stages_done {
+        update = update.col_expr(task::Column::StagesDone, Expr::value(done));
+    }
+    let model = update
         .filter(task::Column::Id.eq(id))
         .filter(condition)
-        .exec(&txn)
-        .await?;
-    if updated.rows_affected == 0 {
-        txn.rollback().await?;
-        return Ok(None);
-    }
-    let model = task::Entity::find_by_id(id)
-        .one(&txn)
+        .exec_with_returning(txn)
         .await?
-        .ok_or(AppError::NotFound("task"))?;
-    emit_task_updated(&txn, &model).await?;
-    txn.commit().await?;
-    Ok(Some(model))
+        .pop();
+    if let Some(model) = &model {
+        emit_task_updated(txn, model).await?;
+    }
+    Ok(model)
 }
 
 /// Ends the worker's hold on a task. Returns the new state, or `None` when
