@@ -176,7 +176,7 @@ async fn execute(
         End::Outcome(outcome) => {
             store::finish(jobs.db(), task.id, &settings.worker_id, outcome).await
         }
-        End::Finished(model) => Ok(Some(model)),
+        End::Finished(model) => Ok(Some(*model)),
         End::LeaseLost => Ok(None),
     };
     match finished {
@@ -212,7 +212,7 @@ enum End {
     /// The outcome still has to be recorded.
     Outcome(Finish),
     /// The last stage committed and recorded `SUCCEEDED` in one transaction.
-    Finished(task::Model),
+    Finished(Box<task::Model>),
     /// Another worker owns the task now.
     LeaseLost,
 }
@@ -268,7 +268,7 @@ async fn run_stages(
             let _ = txn.rollback().await;
         }
         match outcome {
-            Ok(Some(finished)) => return End::Finished(finished),
+            Ok(Some(finished)) => return End::Finished(Box::new(finished)),
             Ok(None) => jobs.after_commit(None).await,
             Err(StageError::LeaseLost) => return End::LeaseLost,
             Err(StageError::Cancelled) => return End::Outcome(Finish::Cancelled),
