@@ -15,6 +15,7 @@
 
 pub mod bus;
 pub mod dispatch;
+pub mod finisher;
 pub mod graphql;
 pub mod handler;
 pub mod http;
@@ -66,6 +67,7 @@ struct Inner {
     outbox_wake: Arc<Notify>,
     dispatcher: Arc<dyn Dispatcher>,
     sink: Arc<dyn Sink>,
+    finisher: std::sync::OnceLock<finisher::Finisher>,
     redis: Option<(redis_rs::Client, RedisKeys)>,
 }
 
@@ -124,9 +126,17 @@ impl Jobs {
                 outbox_wake: Arc::new(Notify::new()),
                 dispatcher,
                 sink,
+                finisher: std::sync::OnceLock::new(),
                 redis,
             }),
         }
+    }
+
+    /// The group-commit finisher, started on first use.
+    pub(crate) fn finisher(&self) -> &finisher::Finisher {
+        self.inner.finisher.get_or_init(|| {
+            finisher::Finisher::start(self.inner.db.clone(), self.inner.settings.worker_id.clone())
+        })
     }
 
     pub(crate) fn dispatcher(&self) -> &Arc<dyn Dispatcher> {

@@ -116,6 +116,13 @@ async fn queue_loop(jobs: Jobs, queue: Queue, mut stop: watch::Receiver<bool>) {
         while let Ok(permit) = slots.clone().try_acquire_owned() {
             permits.push(permit);
         }
+        if permits.len() < concurrency / 4 {
+            // Busy pool: let a few more finish so one claim serves several.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            while let Ok(permit) = slots.clone().try_acquire_owned() {
+                permits.push(permit);
+            }
+        }
         match jobs.dispatch_next(queue, permits.len()).await {
             // Unused permits drop here; an empty batch means the dispatcher
             // already waited a little.
@@ -259,7 +266,20 @@ async fn run_stages(
             Ok(()) => {
                 result = run.result.take().or(result);
                 let last = (index + 1 == stages.len()).then(|| (stages.len(), result.clone()));
-                commit_stage(&mut run, last).await
+                match last {
+                    // Nothing of the stage's own to commit: end through the group commit.
+                    Some((total, result))
+                        if run.txn.is_none() && run.progress.is_none() && task.scope.is_none() =>
+                    {
+                        jobs.finisher()
+                            .succeed(task.id, result, total as i32)
+                            .await
+                            .map_err(StageError::from)
+                            .and_then(|model| model.ok_or(StageError::LeaseLost))
+                            .map(Some)
+                    }
+                    last => commit_stage(&mut run, last).await,
+                }
             }
             Err(error) => Err(error),
         };

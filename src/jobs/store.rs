@@ -444,7 +444,7 @@ pub async fn begin_stage(
 
 /// The update that ends a hold on a task: lease cleared, then the columns
 /// the outcome sets.
-fn outcome_update(outcome: &Finish, now: DateTime<Utc>) -> sea_orm::UpdateMany<task::Entity> {
+pub fn outcome_update(outcome: &Finish, now: DateTime<Utc>) -> sea_orm::UpdateMany<task::Entity> {
     let release = task::Entity::update_many()
         .col_expr(
             task::Column::LeaseOwner,
@@ -517,20 +517,31 @@ pub async fn apply_outcome_in(
     outcome: &Finish,
     stages_done: Option<i32>,
 ) -> AppResult<Option<task::Model>> {
-    let mut update = outcome_update(outcome, Utc::now());
-    if let Some(done) = stages_done {
-        update = update.col_expr(task::Column::StagesDone, Expr::value(done));
-    }
-    let model = update
-        .filter(task::Column::Id.eq(id))
-        .filter(condition)
-        .exec_with_returning(txn)
-        .await?
-        .pop();
+    let model = update_outcome(txn, id, condition, outcome, stages_done).await?;
     if let Some(model) = &model {
         emit_task_updated(txn, model).await?;
     }
     Ok(model)
+}
+
+/// The outcome's row update alone (the caller emits the event).
+pub async fn update_outcome(
+    txn: &DatabaseTransaction,
+    id: Uuid,
+    condition: sea_orm::Condition,
+    outcome: &Finish,
+    stages_done: Option<i32>,
+) -> AppResult<Option<task::Model>> {
+    let mut update = outcome_update(outcome, Utc::now());
+    if let Some(done) = stages_done {
+        update = update.col_expr(task::Column::StagesDone, Expr::value(done));
+    }
+    Ok(update
+        .filter(task::Column::Id.eq(id))
+        .filter(condition)
+        .exec_with_returning(txn)
+        .await?
+        .pop())
 }
 
 /// Ends the worker's hold on a task. Returns the new state, or `None` when

@@ -1,0 +1,138 @@
+//! Group commit for task endings. Tasks whose last stage wrote nothing of
+//! its own (a no-op, a stage whose work lives outside the database) end
+//! through one process-wide finisher that records many `SUCCEEDED` endings
+//! — rows and events — in one transaction: while one batch commits, the
+//! next gathers. Every ending stays conditional on this worker's lease.
+
+use std::collections::HashMap;
+
+use entity::task;
+use sea_orm::{ColumnTrait, DatabaseConnection, QueryFilter, TransactionTrait, sea_query::Expr};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
+
+use super::{
+    model::TaskStatus,
+    policy::Finish,
+    store::{self, held_by},
+};
+use crate::error::{AppError, AppResult};
+
+const MAX_BATCH: usize = 512;
+
+struct Ending {
+    id: Uuid,
+    result: Option<Value>,
+    stages_done: i32,
+    reply: oneshot::Sender<AppResult<Option<task::Model>>>,
+}
+
+#[derive(Clone)]
+pub struct Finisher {
+    sender: mpsc::Sender<Ending>,
+}
+
+impl Finisher {
+    /// Starts the finisher loop for `worker`'s tasks.
+    pub fn start(db: DatabaseConnection, worker: String) -> Self {
+        let (sender, mut receiver) = mpsc::channel::<Ending>(4 * MAX_BATCH);
+        tokio::spawn(async move {
+            while let Some(first) = receiver.recv().await {
+                let mut batch = vec![first];
+                while batch.len() < MAX_BATCH {
+                    match receiver.try_recv() {
+                        Ok(ending) => batch.push(ending),
+                        Err(_) => break,
+                    }
+                }
+                match commit(&db, &worker, &batch).await {
+                    Ok(mut finished) => {
+                        for ending in batch {
+                            let _ = ending.reply.send(Ok(finished.remove(&ending.id)));
+                        }
+                    }
+                    Err(error) => {
+                        let message = error.to_string();
+                        for ending in batch {
+                            let _ = ending.reply.send(Err(AppError::internal(anyhow::anyhow!(
+                                "group commit failed: {message}"
+                            ))));
+                        }
+                    }
+                }
+            }
+        });
+        Finisher { sender }
+    }
+
+    /// Records the task `SUCCEEDED` after `stages_done` stages. `None` when
+    /// the lease was no longer this worker's.
+    pub async fn succeed(
+        &self,
+        id: Uuid,
+        result: Option<Value>,
+        stages_done: i32,
+    ) -> AppResult<Option<task::Model>> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .send(Ending {
+                id,
+                result,
+                stages_done,
+                reply,
+            })
+            .await
+            .map_err(|_| AppError::internal(anyhow::anyhow!("finisher stopped")))?;
+        answer
+            .await
+            .map_err(|_| AppError::internal(anyhow::anyhow!("finisher dropped a task")))?
+    }
+}
+
+async fn commit(
+    db: &DatabaseConnection,
+    worker: &str,
+    batch: &[Ending],
+) -> AppResult<HashMap<Uuid, task::Model>> {
+    let txn = db.begin().await?;
+    let mut finished = Vec::with_capacity(batch.len());
+    // Endings without a result share one statement per stage count.
+    let mut plain: HashMap<i32, Vec<Uuid>> = HashMap::new();
+    for ending in batch {
+        match &ending.result {
+            None => plain.entry(ending.stages_done).or_default().push(ending.id),
+            Some(result) => {
+                let outcome = Finish::Succeeded(Some(result.clone()));
+                if let Some(model) = store::update_outcome(
+                    &txn,
+                    ending.id,
+                    held_by(ending.id, worker),
+                    &outcome,
+                    Some(ending.stages_done),
+                )
+                .await?
+                {
+                    finished.push(model);
+                }
+            }
+        }
+    }
+    for (stages_done, ids) in plain {
+        let now = chrono::Utc::now();
+        let models = store::outcome_update(&Finish::Succeeded(None), now)
+            .col_expr(task::Column::StagesDone, Expr::value(stages_done))
+            .filter(task::Column::Id.is_in(ids))
+            .filter(task::Column::LeaseOwner.eq(worker))
+            .filter(task::Column::Status.eq(TaskStatus::Running.as_str()))
+            .exec_with_returning(&txn)
+            .await?;
+        finished.extend(models);
+    }
+    store::emit_tasks_updated(&txn, &finished).await?;
+    txn.commit().await?;
+    Ok(finished
+        .into_iter()
+        .map(|model| (model.id, model))
+        .collect())
+}
