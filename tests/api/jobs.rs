@@ -32,6 +32,16 @@ mod across_processes {
     async fn api_process_sees_a_task_run_by_a_worker_process() {
         super::api_process_sees_a_task_run_by_a_worker_process().await
     }
+
+    #[tokio::test]
+    async fn periodic_jobs_fire_once_per_period_across_processes() {
+        super::periodic_jobs_fire_once_per_period_across_processes().await
+    }
+
+    #[tokio::test]
+    async fn sigterm_releases_a_running_task_for_another_worker() {
+        super::sigterm_releases_a_running_task_for_another_worker().await
+    }
 }
 
 const PROBE: &str =
@@ -178,6 +188,24 @@ async fn probe_task_runs_every_stage_and_is_readable_everywhere(backend: Backend
         .await;
     assert_eq!(list.data()["tasks"]["totalCount"], 1);
     assert_eq!(list.data()["tasks"]["nodes"][0]["id"], id);
+
+    let metrics = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for name in [
+        "trellis_queue_depth{queue=\"q:short\"}",
+        "trellis_tasks_enqueued_total{queue=\"short\",kind=\"system.probe\"} 1",
+        "trellis_task_pickup_seconds_count{queue=\"short\"}",
+        "trellis_task_run_seconds_count{queue=\"short\",status=\"SUCCEEDED\"}",
+    ] {
+        assert!(metrics.contains(name), "{name} missing from /metrics");
+    }
 }
 
 async fn task_updated_streams_each_change_until_terminal(backend: Backend) {
@@ -551,4 +579,63 @@ async fn api_process_sees_a_task_run_by_a_worker_process() {
     assert_eq!(seen.last().unwrap()["status"], "SUCCEEDED");
     assert!(seen.iter().any(|t| t["status"] == "RUNNING"), "{seen:?}");
     assert_eq!(effects(&app, &id).await.len(), 2);
+}
+
+async fn periodic_jobs_fire_once_per_period_across_processes() {
+    // Three processes start together on one database; each checks the
+    // hourly sweep at start-up. Exactly one may fire it this hour.
+    let app = spawn_app_with(Backend::Postgres, fast_retries()).await;
+    let (_second, _) = app.sibling(&[]).await;
+    let (_third, _) = app.sibling(&[]).await;
+    let admin = app.admin().await;
+    let sweeps = "{ tasks(filter: { kind: \"system.sweep\" }) { totalCount nodes { status } } }";
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        last = app
+            .gql(sweeps, json!({}))
+            .bearer(&admin.access)
+            .send()
+            .await
+            .data()["tasks"]
+            .clone();
+        if last["nodes"][0]["status"] == "SUCCEEDED" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(last["totalCount"], 1, "{last}");
+    assert_eq!(last["nodes"][0]["status"], "SUCCEEDED");
+}
+
+async fn sigterm_releases_a_running_task_for_another_worker() {
+    let mut app = spawn_app_with(Backend::Postgres, fast_retries()).await;
+    let admin = app.admin().await;
+    let id = probe(&app, &admin.access, json!({ "stages": 3, "sleepMs": 600 })).await;
+    wait_status(&app, &admin.access, &id, "RUNNING").await;
+    // A graceful stop hands the task back at its next stage boundary
+    // without spending an attempt; no lease has to expire.
+    assert!(app.terminate().await.success());
+    let db = app.database().await;
+    let row = db
+        .query_one_raw(Statement::from_sql_and_values(
+            db.get_database_backend(),
+            "SELECT status, attempt_count, lease_owner FROM tasks WHERE id = $1",
+            vec![uuid::Uuid::parse_str(&id).unwrap().into()],
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.try_get::<String>("", "status").unwrap(), "QUEUED");
+    assert_eq!(row.try_get::<i32>("", "attempt_count").unwrap(), 0);
+    assert_eq!(
+        row.try_get::<Option<String>>("", "lease_owner").unwrap(),
+        None
+    );
+
+    app.restart(&[]).await;
+    let admin = app.admin().await;
+    let done = wait_terminal(&app, &admin.access, &id).await;
+    assert_eq!(done["status"], "SUCCEEDED");
+    assert_eq!(done["attemptCount"], 1);
+    assert_eq!(effects(&app, &id).await.len(), 3);
 }
