@@ -206,7 +206,7 @@ impl Jobs {
         })?;
         if new.first_stage.is_none() {
             // Stages may depend on the payload; a model of the new task is enough to name the first.
-            new.first_stage = handler.stages(&probe_model(new)).first().copied();
+            new.first_stage = handler.stages(&draft_model(new)).first().copied();
         }
         Ok(())
     }
@@ -223,13 +223,7 @@ impl Jobs {
                 "idempotency key must be 1–255 characters",
             ));
         }
-        let handler = self.inner.registry.get(new.kind).ok_or_else(|| {
-            AppError::internal(anyhow::anyhow!("no handler registered for {}", new.kind))
-        })?;
-        if new.first_stage.is_none() {
-            // Stages may depend on the payload; a probe model is enough to name the first.
-            new.first_stage = handler.stages(&probe_model(&new)).first().copied();
-        }
+        self.name_first_stage(&mut new)?;
         let enqueued = store::enqueue(
             &self.inner.db,
             &new,
@@ -340,7 +334,7 @@ fn builtin_periodic() -> Vec<Periodic> {
 }
 
 /// A not-yet-inserted task, enough for a handler to name its stages.
-fn probe_model(new: &NewTask) -> task::Model {
+fn draft_model(new: &NewTask) -> task::Model {
     let now = chrono::Utc::now();
     task::Model {
         id: Uuid::nil(),

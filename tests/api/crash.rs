@@ -28,6 +28,16 @@ async fn count(db: &sea_orm::DatabaseConnection, sql: &str) -> i64 {
     row.try_get_by_index::<i64>(0).unwrap()
 }
 
+/// Polls (bounded) until `sql` counts `expected`.
+async fn wait_count(db: &sea_orm::DatabaseConnection, sql: &str, expected: i64) {
+    for _ in 0..1200 {
+        if count(db, sql).await == expected {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 async fn killed_workers_lose_no_task_and_duplicate_no_effect(backend: Backend) {
     let app = spawn_app_with(
         backend,
@@ -101,12 +111,7 @@ async fn killed_workers_lose_no_task_and_duplicate_no_effect(backend: Backend) {
     }
 
     let finished = "SELECT COUNT(*) FROM tasks WHERE kind = 'system.probe' AND status IN ('SUCCEEDED','FAILED','CANCELLED','SUPERSEDED')";
-    for _ in 0..1200 {
-        if count(&db, finished).await == TASKS as i64 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_count(&db, finished, TASKS as i64).await;
     assert_eq!(
         count(
             &db,
@@ -145,24 +150,10 @@ async fn killed_workers_lose_no_task_and_duplicate_no_effect(backend: Backend) {
         succeeded_events.to_owned()
     };
     assert_eq!(count(&db, &succeeded_events).await, TASKS as i64);
-    for _ in 0..100 {
-        if count(
-            &db,
-            "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL",
-        )
-        .await
-            == 0
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let unpublished = "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL";
+    wait_count(&db, unpublished, 0).await;
     assert_eq!(
-        count(
-            &db,
-            "SELECT COUNT(*) FROM outbox_events WHERE published_at IS NULL"
-        )
-        .await,
+        count(&db, unpublished).await,
         0,
         "every event was published"
     );
