@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod feeds;
 pub mod graphql;
 pub mod http;
 pub mod jobs;
