@@ -10,6 +10,7 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod digest;
 pub mod error;
 pub mod feeds;
 pub mod graphql;

@@ -11,7 +11,6 @@ use chrono::{DateTime, Utc};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 const ISSUER: &str = "trellis";
@@ -102,8 +101,7 @@ pub fn random_token(prefix: &str) -> String {
 /// SHA-256 of an opaque token, hex encoded: what the database stores.
 /// A fast hash is right here: the tokens carry 256 bits of entropy.
 pub fn token_hash(token: &str) -> String {
-    let digest = Sha256::digest(token.as_bytes());
-    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+    crate::digest::sha256_hex(&[token])
 }
 
 #[cfg(test)]

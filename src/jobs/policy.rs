@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 /// JSON with object keys sorted at every level, so equal payloads hash
 /// equally whatever the client's key order.
@@ -47,15 +46,7 @@ pub fn canonical_json(value: &Value) -> String {
 
 /// The hash an idempotency key is bound to: the task kind and its canonical payload.
 pub fn payload_hash(kind: &str, payload: &Value) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(kind.as_bytes());
-    hasher.update([0u8]);
-    hasher.update(canonical_json(payload).as_bytes());
-    hasher
-        .finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::digest::sha256_hex(&[kind, &canonical_json(payload)])
 }
 
 /// Backoff before retry number `attempt` (1 = the first retry):
