@@ -10,7 +10,7 @@ use sea_orm::{ConnectionTrait, Statement};
 use serde_json::json;
 
 use crate::{
-    helpers::{AppOptions, Backend, spawn_app_with},
+    helpers::{AppOptions, Backend, TestApp, spawn_app_with},
     on_every_runner,
 };
 
@@ -26,6 +26,17 @@ async fn count(db: &sea_orm::DatabaseConnection, sql: &str) -> i64 {
         .unwrap()
         .unwrap();
     row.try_get_by_index::<i64>(0).unwrap()
+}
+
+/// Starts worker process number `*spawned` (named `worker-<n>`).
+async fn start_worker(app: &TestApp, spawned: &mut usize) -> (String, tokio::process::Child) {
+    let name = format!("worker-{spawned}");
+    *spawned += 1;
+    let child = app
+        .sibling(&[("TRELLIS_ROLE", "worker"), ("TRELLIS_WORKER_ID", &name)])
+        .await
+        .0;
+    (name, child)
 }
 
 /// Polls (bounded) until `sql` counts `expected`.
@@ -56,13 +67,7 @@ async fn killed_workers_lose_no_task_and_duplicate_no_effect(backend: Backend) {
     let mut spawned = 0;
     let mut workers = Vec::new();
     for _ in 0..3 {
-        let name = format!("worker-{spawned}");
-        spawned += 1;
-        let child = app
-            .sibling(&[("TRELLIS_ROLE", "worker"), ("TRELLIS_WORKER_ID", &name)])
-            .await
-            .0;
-        workers.push((name, child));
+        workers.push(start_worker(&app, &mut spawned).await);
     }
     let admin = app.admin().await;
     for _ in 0..TASKS {
@@ -101,13 +106,7 @@ async fn killed_workers_lose_no_task_and_duplicate_no_effect(backend: Backend) {
             .and_then(|owner| workers.iter().position(|(name, _)| *name == owner))
             .unwrap_or(random_victim);
         workers[victim].1.kill().await.unwrap();
-        let name = format!("worker-{spawned}");
-        spawned += 1;
-        let child = app
-            .sibling(&[("TRELLIS_ROLE", "worker"), ("TRELLIS_WORKER_ID", &name)])
-            .await
-            .0;
-        workers[victim] = (name, child);
+        workers[victim] = start_worker(&app, &mut spawned).await;
     }
 
     let finished = "SELECT COUNT(*) FROM tasks WHERE kind = 'system.probe' AND status IN ('SUCCEEDED','FAILED','CANCELLED','SUPERSEDED')";

@@ -31,27 +31,33 @@ pub enum Backend {
     PostgresRedis,
 }
 
+/// Runs each named test body once per listed backend, as `<name>::<fn>`.
+#[macro_export]
+macro_rules! per_backend {
+    ($backends:tt; $($name:ident),* $(,)?) => {
+        $( $crate::per_backend!(@one $name $backends); )*
+    };
+    (@one $name:ident [$($test:ident => $variant:ident),*]) => {
+        mod $name {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    super::$name($crate::helpers::Backend::$variant).await
+                }
+            )*
+        }
+    };
+}
+
 /// Runs a test body on each job-runner configuration: embedded on SQLite,
 /// embedded on PostgreSQL, Redis on PostgreSQL.
 #[macro_export]
 macro_rules! on_every_runner {
     ($($name:ident),* $(,)?) => {
-        $(
-            mod $name {
-                #[tokio::test]
-                async fn sqlite() {
-                    super::$name($crate::helpers::Backend::Sqlite).await
-                }
-                #[tokio::test]
-                async fn postgres() {
-                    super::$name($crate::helpers::Backend::Postgres).await
-                }
-                #[tokio::test]
-                async fn postgres_redis() {
-                    super::$name($crate::helpers::Backend::PostgresRedis).await
-                }
-            }
-        )*
+        $crate::per_backend!(
+            [sqlite => Sqlite, postgres => Postgres, postgres_redis => PostgresRedis];
+            $($name),*
+        );
     };
 }
 
@@ -59,18 +65,7 @@ macro_rules! on_every_runner {
 #[macro_export]
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
-        $(
-            mod $name {
-                #[tokio::test]
-                async fn sqlite() {
-                    super::$name($crate::helpers::Backend::Sqlite).await
-                }
-                #[tokio::test]
-                async fn postgres() {
-                    super::$name($crate::helpers::Backend::Postgres).await
-                }
-            }
-        )*
+        $crate::per_backend!([sqlite => Sqlite, postgres => Postgres]; $($name),*);
     };
 }
 
