@@ -188,7 +188,13 @@ async fn run_trellis(setup: Setup, total: usize, concurrency: usize, latency_sec
         }
         _ => jobs::Backend::Embedded,
     };
-    let mut registry: Registry = jobs::registry(&db, Duration::from_secs(3600));
+    let mut registry: Registry = jobs::registry(
+        &db,
+        jobs::sweep::Retention {
+            outbox: Duration::from_secs(3600),
+            tasks: Duration::from_secs(7 * 86_400),
+        },
+    );
     registry.register(Arc::new(Noop));
     let runner = Jobs::new(db.clone(), config.runner_settings(), registry, backend);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

@@ -33,8 +33,10 @@ use crate::{
     auth::service::AuthService,
     config::Config,
     db,
+    feeds::{self, pull::Puller, service::FeedsService},
     graphql::{self, Limits, TrellisSchema},
     http::{client::RequestMeta, ops},
+    httpc::HttpClient,
     jobs::{self, Jobs},
     telemetry,
 };
@@ -46,6 +48,9 @@ pub struct Services {
     pub db: DatabaseConnection,
     pub auth: Arc<AuthService>,
     pub jobs: Jobs,
+    pub feeds: FeedsService,
+    /// The one outbound HTTP client (SSRF-guarded).
+    pub http: HttpClient,
     pub redis: Option<redis::aio::ConnectionManager>,
 }
 
@@ -81,14 +86,25 @@ impl AppState {
             }
             None => (None, jobs::Backend::Embedded),
         };
-        let jobs = Jobs::new(
+        let http = HttpClient::new(config.http_settings())?;
+        let puller = Arc::new(Puller::new(
             db.clone(),
-            config.runner_settings(),
-            jobs::registry(&db, Duration::from_secs(config.outbox_retention)),
-            backend,
+            http.clone(),
+            config.pull_settings(),
+        ));
+        let mut registry = jobs::registry(
+            &db,
+            jobs::sweep::Retention {
+                outbox: Duration::from_secs(config.outbox_retention),
+                tasks: Duration::from_secs(config.task_retention),
+            },
         );
+        feeds::tasks::register(&mut registry, &db, puller);
+        let jobs = Jobs::new(db.clone(), config.runner_settings(), registry, backend);
         let services = Services {
             config: config.clone(),
+            feeds: FeedsService::new(db.clone()),
+            http,
             db,
             auth,
             jobs,
@@ -237,7 +253,15 @@ pub async fn serve(config: Config, role: Role) -> anyhow::Result<()> {
     let db = state.services.db.clone();
     let (stop_tx, stop_rx) = watch::channel(false);
     let background = match role {
-        Role::All | Role::Worker => state.services.jobs.start(stop_rx.clone()),
+        Role::All | Role::Worker => {
+            let mut handles = state.services.jobs.start(stop_rx.clone());
+            handles.push(tokio::spawn(feeds::scheduler::run(
+                state.services.jobs.clone(),
+                state.services.config.pull_settings(),
+                stop_rx.clone(),
+            )));
+            handles
+        }
         Role::Api => state.services.jobs.start_events(stop_rx.clone()),
     };
     tracing::info!(role = ?role, worker_id = %state.services.jobs.settings().worker_id, "starting");

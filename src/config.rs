@@ -270,6 +270,10 @@ pub struct Config {
     )]
     pub idempotency_ttl: u64,
 
+    /// Seconds finished tasks are kept (at least TRELLIS_IDEMPOTENCY_TTL).
+    #[arg(long, env = "TRELLIS_TASK_RETENTION", default_value_t = 7 * 86_400, global = true)]
+    pub task_retention: u64,
+
     /// Seconds published outbox events are kept.
     #[arg(long, env = "TRELLIS_OUTBOX_RETENTION", default_value_t = 7 * 86_400, global = true)]
     pub outbox_retention: u64,
@@ -277,6 +281,65 @@ pub struct Config {
     /// This process's name in task leases. Default: host name, process id and a random suffix.
     #[arg(long, env = "TRELLIS_WORKER_ID", global = true)]
     pub worker_id: Option<String>,
+
+    /// Seconds between pulls of a feed without its own interval (seed 000's default).
+    #[arg(
+        long,
+        env = "TRELLIS_PULL_INTERVAL",
+        default_value_t = 1800,
+        global = true
+    )]
+    pub pull_interval: u64,
+
+    /// Seconds a feed fetch may take in total.
+    #[arg(
+        long,
+        env = "TRELLIS_PULL_TIMEOUT",
+        default_value_t = 30,
+        global = true
+    )]
+    pub pull_timeout: u64,
+
+    /// Feed fetches in flight at once in this process (at most 2 per host on top).
+    #[arg(
+        long,
+        env = "TRELLIS_PULL_CONCURRENCY",
+        default_value_t = 10,
+        global = true
+    )]
+    pub pull_concurrency: usize,
+
+    /// Upper bound, in seconds, on the delay before a feed's next check.
+    #[arg(
+        long,
+        env = "TRELLIS_PULL_MAX_BACKOFF",
+        default_value_t = 172_800,
+        global = true
+    )]
+    pub pull_max_backoff: u64,
+
+    /// Let outbound fetches reach loopback and private networks (off: SSRF guard).
+    #[arg(
+        long,
+        env = "TRELLIS_ALLOW_PRIVATE_FEEDS",
+        default_value_t = false,
+        action = clap::ArgAction::Set,
+        global = true
+    )]
+    pub allow_private_feeds: bool,
+
+    /// Networks outbound fetches may reach even with the SSRF guard on (comma-separated CIDRs).
+    #[arg(long, env = "TRELLIS_ALLOW_PRIVATE_NETWORKS", value_delimiter = ',', value_parser = parse_proxy, global = true)]
+    pub allow_private_networks: Vec<IpNet>,
+
+    /// Largest response body an outbound fetch accepts, in bytes (after decompression).
+    #[arg(
+        long,
+        env = "TRELLIS_FETCH_MAX_BYTES",
+        default_value_t = 15 * 1024 * 1024,
+        global = true
+    )]
+    pub fetch_max_bytes: usize,
 
     /// Seconds to wait for in-flight requests after SIGTERM/SIGINT.
     #[arg(
@@ -365,6 +428,28 @@ impl Config {
         }
     }
 
+    /// The outbound HTTP client's settings.
+    pub fn http_settings(&self) -> crate::httpc::HttpSettings {
+        crate::httpc::HttpSettings {
+            policy: crate::httpc::guard::AddressPolicy {
+                allow_private: self.allow_private_feeds,
+                allowed_networks: self.allow_private_networks.clone(),
+            },
+            timeout: Duration::from_secs(self.pull_timeout),
+            max_body_bytes: self.fetch_max_bytes,
+            ..Default::default()
+        }
+    }
+
+    /// The feed pull worker's settings.
+    pub fn pull_settings(&self) -> crate::feeds::pull::PullSettings {
+        crate::feeds::pull::PullSettings {
+            interval: Duration::from_secs(self.pull_interval),
+            max_backoff: Duration::from_secs(self.pull_max_backoff),
+            concurrency: self.pull_concurrency,
+        }
+    }
+
     /// Checks the relations between knobs that clap cannot express.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.backend()?;
@@ -402,9 +487,24 @@ impl Config {
                 "TRELLIS_IDEMPOTENCY_TTL must be at least 86400 (keys are kept for 24 h)".into(),
             ));
         }
+        if self.task_retention < self.idempotency_ttl {
+            return Err(ConfigError::Invalid(
+                "TRELLIS_TASK_RETENTION must be at least TRELLIS_IDEMPOTENCY_TTL (a replayed key must find its task)".into(),
+            ));
+        }
         if self.task_lease == 0 || self.task_max_attempts < 1 {
             return Err(ConfigError::Invalid(
                 "TRELLIS_TASK_LEASE and TRELLIS_TASK_MAX_ATTEMPTS must be at least 1".into(),
+            ));
+        }
+        if self.pull_interval == 0 || self.pull_timeout == 0 || self.pull_concurrency == 0 {
+            return Err(ConfigError::Invalid(
+                "TRELLIS_PULL_INTERVAL, TRELLIS_PULL_TIMEOUT and TRELLIS_PULL_CONCURRENCY must be at least 1".into(),
+            ));
+        }
+        if self.pull_max_backoff < self.pull_interval {
+            return Err(ConfigError::Invalid(
+                "TRELLIS_PULL_MAX_BACKOFF must not be below TRELLIS_PULL_INTERVAL".into(),
             ));
         }
         if self.admin_user.is_some() != self.admin_password.is_some() {

@@ -6,7 +6,8 @@ use std::time::Duration;
 use anyhow::Context;
 use migration::{Migrator, MigratorTrait};
 use sea_orm::{
-    ConnectOptions, DatabaseConnection,
+    ConnectOptions, DatabaseConnection, DatabaseTransaction, DbErr, SqliteTransactionMode,
+    TransactionOptions, TransactionTrait,
     sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous},
 };
 use secrecy::ExposeSecret;
@@ -47,4 +48,17 @@ pub async fn connect(config: &Config) -> anyhow::Result<DatabaseConnection> {
         .await
         .context("applying database migrations")?;
     Ok(db)
+}
+
+/// Begins a transaction that will write. On SQLite it is `BEGIN IMMEDIATE`:
+/// the write lock is taken up front, so a transaction that reads before it
+/// writes waits its turn (busy timeout) instead of failing with
+/// `SQLITE_BUSY` when it tries to upgrade. PostgreSQL takes row locks as it
+/// goes; there it is a plain `BEGIN`.
+pub async fn begin_write(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {
+    db.begin_with_options(TransactionOptions {
+        sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+        ..Default::default()
+    })
+    .await
 }

@@ -15,5 +15,6 @@ pub mod error;
 pub mod feeds;
 pub mod graphql;
 pub mod http;
+pub mod httpc;
 pub mod jobs;
 pub mod telemetry;

@@ -1,8 +1,14 @@
 //! SeaORM entities, one file per table. The migrations in `migration/` are
 //! the source of truth for the schema; these mirror them for typed queries.
 
+pub mod bookmark;
+pub mod feed;
+pub mod feed_fetch_state;
+pub mod feed_group;
+pub mod feed_settings;
 pub mod idempotency_key;
 pub mod instance_secret;
+pub mod item;
 pub mod outbox_event;
 pub mod periodic_run;
 pub mod probe_effect;

@@ -11,6 +11,7 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20261130_000001_users_and_sessions;
 mod m20261130_000002_jobs;
+mod m20261130_000003_feeds;
 
 pub struct Migrator;
 
@@ -20,6 +21,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261130_000001_users_and_sessions::Migration),
             Box::new(m20261130_000002_jobs::Migration),
+            Box::new(m20261130_000003_feeds::Migration),
         ]
     }
 }

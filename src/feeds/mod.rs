@@ -1,6 +1,42 @@
-//! Feeds (SPEC §4, seed 000): groups, feeds, items, search, bookmarks and
-//! the pull worker. So far the pure parts: [`pullpolicy`] (when to pull)
-//! and [`mapping`] (how an entry becomes an item).
+//! Feeds (SPEC §4, seed 000): a per-user RSS/Atom/JSON Feed reader.
+//!
+//! - [`service`]: the user's operations (groups, feeds, items, bookmarks,
+//!   settings); [`graphql`] is the thin API over it; [`search`] the
+//!   full-text queries per backend.
+//! - The pull worker: [`pullpolicy`] decides when (pure), [`scheduler`]
+//!   enqueues due pulls, [`pull`] fetches and records one feed through
+//!   [`crate::httpc`], [`parse`] and [`mapping`] turn bytes into items,
+//!   [`store`] is its SQL, [`tasks`] the runner's task kinds.
+//! - [`retention`]: the optional hourly clean-up of old read items.
+//! - [`sanitize`]: item HTML as it is served; [`discover`] finds feeds a
+//!   page links to; [`opml`] reads and writes subscription lists.
 
+pub mod discover;
+pub mod graphql;
 pub mod mapping;
+pub mod opml;
+pub mod parse;
+pub mod pull;
 pub mod pullpolicy;
+pub mod retention;
+pub mod sanitize;
+pub mod scheduler;
+pub mod search;
+pub mod service;
+pub mod store;
+pub mod tasks;
+
+/// Event: a feed was created, changed or deleted (wakes the schedulers).
+pub const FEED_CHANGED: &str = "feed.changed";
+/// Event: a pull finished (new items, fetch state).
+pub const FEED_UPDATED: &str = "feed.updated";
+/// Task kind: pull one feed.
+pub const PULL_KIND: &str = "feeds.pull";
+/// Task kind: import a parsed OPML list for one user.
+pub const IMPORT_KIND: &str = "feeds.import_opml";
+/// Task kind: pull every non-suspended feed of one user.
+pub const REFRESH_ALL_KIND: &str = "feeds.refresh_all";
+
+/// The closed set a feed's `refreshIntervalSeconds` override is chosen from
+/// (15 min to 1 day).
+pub const REFRESH_INTERVALS: [i32; 8] = [900, 1800, 3600, 7200, 14_400, 21_600, 43_200, 86_400];

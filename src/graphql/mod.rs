@@ -12,20 +12,21 @@ use async_graphql::{MergedObject, MergedSubscription, Schema, SchemaBuilder};
 
 use crate::{
     auth::graphql::{AuthMutation, AuthQuery},
+    feeds::graphql::{FeedsMutation, FeedsQuery, FeedsSubscription},
     jobs::graphql::{JobsMutation, JobsQuery, JobsSubscription},
 };
 
 #[derive(MergedObject, Default)]
 #[graphql(name = "Query")]
-pub struct QueryRoot(AuthQuery, JobsQuery);
+pub struct QueryRoot(AuthQuery, JobsQuery, FeedsQuery);
 
 #[derive(MergedObject, Default)]
 #[graphql(name = "Mutation")]
-pub struct MutationRoot(AuthMutation, JobsMutation);
+pub struct MutationRoot(AuthMutation, JobsMutation, FeedsMutation);
 
 #[derive(MergedSubscription, Default)]
 #[graphql(name = "Subscription")]
-pub struct SubscriptionRoot(JobsSubscription);
+pub struct SubscriptionRoot(JobsSubscription, FeedsSubscription);
 
 pub type TrellisSchema = Schema<QueryRoot, MutationRoot, SubscriptionRoot>;
 

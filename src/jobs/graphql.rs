@@ -143,6 +143,28 @@ impl JobsMutation {
         Ok(Task::from(&jobs(ctx)?.cancel(viewer, id).await?))
     }
 
+    /// Runs a periodic job now, outside its schedule (admins): e.g.
+    /// `system.sweep` or `feeds.retention`.
+    async fn run_periodic_job(
+        &self,
+        ctx: &Context<'_>,
+        name: String,
+    ) -> async_graphql::Result<Task> {
+        let viewer = ctx.admin()?;
+        let jobs = jobs(ctx)?;
+        let periodic = jobs
+            .registry()
+            .periodic()
+            .iter()
+            .find(|periodic| periodic.name == name)
+            .ok_or_else(|| {
+                AppError::bad_input("name", format!("no periodic job named {name:?}"))
+            })?;
+        let mut new = (periodic.task)();
+        new.owner_id = Some(viewer.user_id);
+        Ok(Task::from(&jobs.enqueue(new).await?.task))
+    }
+
     /// Enqueues a canary task (admins). Returns at once with the task.
     async fn probe_task(
         &self,

@@ -11,7 +11,7 @@ use entity::task;
 use sea_orm::{DatabaseConnection, DatabaseTransaction};
 use serde_json::Value;
 
-use super::{model::Queue, store};
+use super::{model::Queue, runner::Periodic, store};
 use crate::error::AppError;
 
 /// Why a stage did not complete.
@@ -106,15 +106,25 @@ pub trait TaskHandler: Send + Sync + 'static {
     async fn run_stage(&self, run: &mut StageRun<'_>) -> Result<(), StageError>;
 }
 
-/// The handlers this process can run, by kind.
+/// The handlers this process can run, by kind, and the periodic jobs.
 #[derive(Default, Clone)]
 pub struct Registry {
     handlers: HashMap<&'static str, Arc<dyn TaskHandler>>,
+    periodic: Vec<Periodic>,
 }
 
 impl Registry {
     pub fn register(&mut self, handler: Arc<dyn TaskHandler>) {
         self.handlers.insert(handler.kind(), handler);
+    }
+
+    /// A job that fires once per period across all processes.
+    pub fn register_periodic(&mut self, periodic: Periodic) {
+        self.periodic.push(periodic);
+    }
+
+    pub fn periodic(&self) -> &[Periodic] {
+        &self.periodic
     }
 
     pub fn get(&self, kind: &str) -> Option<&Arc<dyn TaskHandler>> {

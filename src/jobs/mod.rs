@@ -278,7 +278,8 @@ impl Jobs {
 
     /// Starts workers, reaper, periodic jobs and the outbox publisher.
     pub fn start(&self, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
-        let mut handles = runner::start(self, builtin_periodic(), stop.clone());
+        let mut handles =
+            runner::start(self, self.inner.registry.periodic().to_vec(), stop.clone());
         handles.extend(
             self.inner
                 .dispatcher
@@ -315,22 +316,19 @@ pub fn visible(viewer: &Viewer, task: &task::Model) -> bool {
 }
 
 /// The registry of every built-in task kind.
-pub fn registry(db: &DatabaseConnection, outbox_retention: Duration) -> Registry {
+pub fn registry(db: &DatabaseConnection, retention: sweep::Retention) -> Registry {
     let mut registry = Registry::default();
     registry.register(Arc::new(probe::ProbeHandler));
     registry.register(Arc::new(sweep::SweepHandler {
         db: db.clone(),
-        outbox_retention,
+        retention,
     }));
-    registry
-}
-
-fn builtin_periodic() -> Vec<Periodic> {
-    vec![Periodic {
+    registry.register_periodic(Periodic {
         name: sweep::KIND,
         period: Duration::from_secs(3600),
         task: sweep::new_task,
-    }]
+    });
+    registry
 }
 
 /// A not-yet-inserted task, enough for a handler to name its stages.

@@ -288,7 +288,7 @@ impl Dispatcher for RedisDispatcher {
                 if let Err(error) = this.move_due().await {
                     tracing::warn!(error = %error, "moving delayed tasks failed");
                 }
-                if ticks % 20 == 0
+                if ticks.is_multiple_of(20)
                     && let Err(error) = this.resync(&jobs).await
                 {
                     tracing::warn!(

@@ -1,6 +1,8 @@
 //! `system.sweep`: the runner's own retention, run hourly as a periodic
-//! job — expired idempotency keys (kept at least `TRELLIS_IDEMPOTENCY_TTL`)
-//! and published outbox events older than `TRELLIS_OUTBOX_RETENTION`.
+//! job — expired idempotency keys (kept at least `TRELLIS_IDEMPOTENCY_TTL`),
+//! published outbox events older than `TRELLIS_OUTBOX_RETENTION`, and
+//! tasks finished longer ago than `TRELLIS_TASK_RETENTION` (periodic feed
+//! pulls alone add one task per feed per interval).
 
 use std::time::Duration;
 
@@ -21,9 +23,20 @@ pub fn new_task() -> NewTask {
     NewTask::new(KIND, Queue::Long, json!({}))
 }
 
+/// How long finished things are kept.
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    pub outbox: Duration,
+    pub tasks: Duration,
+}
+
 pub struct SweepHandler {
     pub db: DatabaseConnection,
-    pub outbox_retention: Duration,
+    pub retention: Retention,
+}
+
+fn cutoff(keep: Duration) -> chrono::DateTime<Utc> {
+    Utc::now() - chrono::Duration::from_std(keep).unwrap_or(chrono::Duration::days(7))
 }
 
 #[async_trait::async_trait]
@@ -42,15 +55,19 @@ impl TaskHandler for SweepHandler {
 
     async fn run_stage(&self, run: &mut StageRun<'_>) -> Result<(), StageError> {
         let keys = store::sweep_idempotency_keys(&self.db).await?;
-        let cutoff = Utc::now()
-            - chrono::Duration::from_std(self.outbox_retention)
-                .unwrap_or(chrono::Duration::days(7));
         let events = outbox_event::Entity::delete_many()
-            .filter(outbox_event::Column::PublishedAt.lt(cutoff))
+            .filter(outbox_event::Column::PublishedAt.lt(cutoff(self.retention.outbox)))
             .exec(&self.db)
             .await?
             .rows_affected;
-        run.result = Some(json!({ "idempotencyKeys": keys, "outboxEvents": events }));
+        let tasks = task::Entity::delete_many()
+            .filter(task::Column::FinishedAt.lt(cutoff(self.retention.tasks)))
+            .filter(task::Column::Id.ne(run.task.id))
+            .exec(&self.db)
+            .await?
+            .rows_affected;
+        run.result =
+            Some(json!({ "idempotencyKeys": keys, "outboxEvents": events, "tasks": tasks }));
         Ok(())
     }
 }

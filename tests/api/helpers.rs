@@ -340,6 +340,8 @@ impl TestApp {
         dir: tempfile::TempDir,
     ) -> TestApp {
         let (child, addr) = start_server(command).await;
+        // reqwest is built without a bundled crypto provider (see Cargo.toml).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         TestApp {
             addr,
             client: reqwest::Client::builder()

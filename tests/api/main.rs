@@ -6,6 +6,8 @@ mod helpers;
 mod auth;
 mod cli;
 mod crash;
+mod feeds;
+mod feedserver;
 mod graphql_http;
 mod jobs;
 mod ops;

@@ -1,0 +1,29 @@
+use sea_orm::entity::prelude::*;
+
+/// An entry of a feed, with its reader's state. (On PostgreSQL the table
+/// also has a generated `search` tsvector, read only by search queries.)
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "items")]
+pub struct Model {
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    pub user_id: Uuid,
+    pub feed_id: i64,
+    pub guid: String,
+    pub link: Option<String>,
+    pub title: String,
+    /// As published (unsanitized); sanitized when served.
+    pub content: String,
+    /// SHA-256 of title and content, to skip rewriting unchanged items.
+    pub content_hash: String,
+    pub pub_date: DateTimeUtc,
+    pub unread: bool,
+    pub starred: bool,
+    pub created_at: DateTimeUtc,
+    pub updated_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,482 @@
+//! The pull worker (seed 000 §8): fetch one feed with a conditional GET,
+//! then record what happened — items and success state, or the failure —
+//! in one transaction. When to pull is [`super::pullpolicy`]'s decision and
+//! [`super::scheduler`]'s loop; this module does one pull.
+//!
+//! Politeness: at most `TRELLIS_PULL_CONCURRENCY` fetches in flight in this
+//! process, and at most [`PER_HOST`] to any one host.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use chrono::{DateTime, Utc};
+use entity::{feed, feed_fetch_state};
+use reqwest::{
+    StatusCode,
+    header::{self, HeaderMap, HeaderValue},
+};
+use sea_orm::DatabaseConnection;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use url::Url;
+
+use super::{
+    mapping::{MappedItem, map_entry},
+    parse, pullpolicy, retention, store,
+};
+use crate::{
+    error::AppResult,
+    httpc::{Fetched, HttpClient},
+};
+
+/// Concurrent requests to one host.
+pub const PER_HOST: usize = 2;
+
+#[derive(Debug, Clone)]
+pub struct PullSettings {
+    /// `TRELLIS_PULL_INTERVAL`: the interval of feeds without an override.
+    pub interval: Duration,
+    /// `TRELLIS_PULL_MAX_BACKOFF`: the cap on any delay.
+    pub max_backoff: Duration,
+    /// `TRELLIS_PULL_CONCURRENCY`.
+    pub concurrency: usize,
+}
+
+/// Why the pull happens: a periodic pull honours the skip policy's
+/// `suspended` switch; a manual refresh bypasses it (seed §8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PullMode {
+    Scheduled,
+    Manual,
+}
+
+/// What one pull did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PullReport {
+    pub feed_id: i64,
+    pub outcome: PullOutcome,
+    pub new_items: u64,
+    /// Why it failed, as recorded in `fetchState.lastError`.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PullOutcome {
+    /// 200: parsed and stored.
+    Updated,
+    /// 304: nothing new.
+    NotModified,
+    Failed,
+    /// Suspended (periodic pulls only).
+    Skipped,
+    /// The feed was deleted meanwhile.
+    Gone,
+}
+
+/// What the fetch saw, reduced to what the state update needs.
+pub(super) enum Observation {
+    Success {
+        status: StatusCode,
+        headers: HeaderMap,
+        parsed: Option<Box<parse::ParsedFeed>>,
+        final_url: Option<Url>,
+    },
+    Failure {
+        status: Option<StatusCode>,
+        retry_after: Option<Duration>,
+        error: String,
+    },
+}
+
+pub struct Puller {
+    db: DatabaseConnection,
+    http: HttpClient,
+    settings: PullSettings,
+    slots: Arc<Semaphore>,
+    hosts: HostLimiter,
+}
+
+impl Puller {
+    pub fn new(db: DatabaseConnection, http: HttpClient, settings: PullSettings) -> Self {
+        Puller {
+            db,
+            http,
+            slots: Arc::new(Semaphore::new(settings.concurrency.max(1))),
+            settings,
+            hosts: HostLimiter::new(PER_HOST),
+        }
+    }
+
+    pub fn settings(&self) -> &PullSettings {
+        &self.settings
+    }
+
+    /// Pulls one feed and records the outcome.
+    pub async fn pull(&self, feed_id: i64, mode: PullMode) -> AppResult<PullReport> {
+        let report = |outcome, new_items, error| PullReport {
+            feed_id,
+            outcome,
+            new_items,
+            error,
+        };
+        let Some((feed, state)) = store::feed_with_state(&self.db, feed_id).await? else {
+            return Ok(report(PullOutcome::Gone, 0, None));
+        };
+        if mode == PullMode::Scheduled && feed.suspended {
+            return Ok(report(PullOutcome::Skipped, 0, None));
+        }
+        let observation = {
+            let _slot = self.slots.clone().acquire_owned().await;
+            let _host = self.hosts.acquire(&host_of(&feed.link)).await;
+            self.fetch(&feed, &state).await
+        };
+        let now = Utc::now();
+        let interval = pullpolicy::effective_interval(
+            feed.refresh_interval_seconds.map(|s| s.max(1) as u32),
+            self.settings.interval,
+        );
+        let txn = crate::db::begin_write(&self.db).await?;
+        let result = match observation {
+            Observation::Success {
+                status,
+                headers,
+                parsed,
+                final_url,
+            } => {
+                // Relative links resolve against the feed's own URL (where
+                // the last redirect led), as the parser's xml:base does.
+                let base = final_url.or_else(|| Url::parse(&feed.link).ok());
+                let items: Vec<MappedItem> = parsed
+                    .as_ref()
+                    .map(|parsed| {
+                        parsed
+                            .entries
+                            .iter()
+                            .map(|entry| map_entry(entry, base.as_ref(), now))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                // Entries older than the user's retention would only be
+                // deleted again (and come back unread after that).
+                let horizon = retention::horizon(&txn, feed.user_id, now).await?;
+                let items: Vec<MappedItem> = items
+                    .into_iter()
+                    .filter(|item| horizon.is_none_or(|horizon| item.pub_date >= horizon))
+                    .collect();
+                let new_items = store::upsert_items(&txn, &feed, &items, now).await?;
+                let update =
+                    success_update(&state, status, &headers, interval, &self.settings, now);
+                store::record_success(&txn, &feed, update, parsed.as_deref(), new_items).await?;
+                let outcome = if parsed.is_some() {
+                    PullOutcome::Updated
+                } else {
+                    PullOutcome::NotModified
+                };
+                report(outcome, new_items, None)
+            }
+            Observation::Failure {
+                status,
+                retry_after,
+                error,
+            } => {
+                store::record_failure(
+                    &txn,
+                    &feed,
+                    store::Failure {
+                        status: status.map(|s| s.as_u16() as i32),
+                        retry_after,
+                        error: error.clone(),
+                        interval,
+                        max_backoff: self.settings.max_backoff,
+                        now,
+                    },
+                )
+                .await?;
+                report(PullOutcome::Failed, 0, Some(error))
+            }
+        };
+        txn.commit().await?;
+        Ok(result)
+    }
+
+    async fn fetch(&self, feed: &feed::Model, state: &feed_fetch_state::Model) -> Observation {
+        let fetched = match self.http.get(&feed.link, conditional_headers(state)).await {
+            Ok(fetched) => fetched,
+            Err(error) => {
+                return Observation::Failure {
+                    status: None,
+                    retry_after: None,
+                    error: error.to_string(),
+                };
+            }
+        };
+        let Fetched {
+            status,
+            headers,
+            url,
+            body,
+        } = fetched;
+        match status {
+            StatusCode::NOT_MODIFIED => Observation::Success {
+                status,
+                headers,
+                parsed: None,
+                final_url: None,
+            },
+            status if status.is_success() => match parse::parse(&body, &url) {
+                Ok(parsed) => Observation::Success {
+                    status,
+                    headers,
+                    parsed: Some(Box::new(parsed)),
+                    final_url: Some(url),
+                },
+                Err(error) => Observation::Failure {
+                    status: Some(status),
+                    retry_after: None,
+                    error: error.to_string(),
+                },
+            },
+            status => Observation::Failure {
+                status: Some(status),
+                retry_after: header_str(&headers, header::RETRY_AFTER)
+                    .and_then(|value| pullpolicy::parse_retry_after(value, Utc::now())),
+                error: match status.canonical_reason() {
+                    Some(reason) => format!("HTTP {} {reason}", status.as_u16()),
+                    None => format!("HTTP {}", status.as_u16()),
+                },
+            },
+        }
+    }
+}
+
+/// `If-None-Match` / `If-Modified-Since` from the stored validators.
+fn conditional_headers(state: &feed_fetch_state::Model) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::ACCEPT,
+        HeaderValue::from_static(
+            "application/rss+xml, application/atom+xml, application/feed+json, application/xml;q=0.9, text/xml;q=0.9, */*;q=0.8",
+        ),
+    );
+    for (name, value) in [
+        (header::IF_NONE_MATCH, &state.etag),
+        (header::IF_MODIFIED_SINCE, &state.last_modified),
+    ] {
+        if let Some(value) = value.as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {
+            headers.insert(name, value);
+        }
+    }
+    headers
+}
+
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
+    headers.get(name).and_then(|value| value.to_str().ok())
+}
+
+/// The fetch state after a 200 or 304. A 304 that omits a validator or a
+/// cache header keeps the stored one; a 200 replaces them all.
+pub(super) fn success_update(
+    state: &feed_fetch_state::Model,
+    status: StatusCode,
+    headers: &HeaderMap,
+    interval: Duration,
+    settings: &PullSettings,
+    now: DateTime<Utc>,
+) -> store::SuccessState {
+    let keep = status == StatusCode::NOT_MODIFIED;
+    let pick = |name: header::HeaderName, stored: &Option<String>| {
+        header_str(headers, name)
+            .map(str::to_owned)
+            .or_else(|| if keep { stored.clone() } else { None })
+    };
+    let etag = pick(header::ETAG, &state.etag);
+    let last_modified = pick(header::LAST_MODIFIED, &state.last_modified);
+    let cache_control = pick(header::CACHE_CONTROL, &state.cache_control);
+    let expires_at = match header_str(headers, header::EXPIRES) {
+        Some(value) => pullpolicy::parse_http_date(value),
+        None if keep => state.expires_at,
+        None => None,
+    };
+    let expires_header = expires_at.map(|at| at.to_rfc2822());
+    let freshness = pullpolicy::freshness(cache_control.as_deref(), expires_header.as_deref(), now);
+    let retry_after = header_str(headers, header::RETRY_AFTER)
+        .and_then(|value| pullpolicy::parse_retry_after(value, now));
+    store::SuccessState {
+        etag,
+        last_modified,
+        cache_control,
+        expires_at,
+        status: status.as_u16() as i32,
+        retry_after_until: retry_after
+            .map(|d| now + chrono::Duration::from_std(d).unwrap_or_default()),
+        next_check_at: pullpolicy::next_check_after_success(
+            now,
+            interval,
+            retry_after,
+            freshness,
+            settings.max_backoff,
+        ),
+        now,
+    }
+}
+
+fn host_of(link: &str) -> String {
+    Url::parse(link)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// At most `per_host` permits per host at once; idle hosts are forgotten.
+#[derive(Clone)]
+pub struct HostLimiter {
+    per_host: usize,
+    hosts: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
+}
+
+pub struct HostPermit {
+    permit: Option<OwnedSemaphorePermit>,
+    host: String,
+    limiter: HostLimiter,
+}
+
+impl HostLimiter {
+    pub fn new(per_host: usize) -> Self {
+        HostLimiter {
+            per_host: per_host.max(1),
+            hosts: Arc::default(),
+        }
+    }
+
+    pub async fn acquire(&self, host: &str) -> HostPermit {
+        let semaphore = self
+            .hosts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .entry(host.to_owned())
+            .or_insert_with(|| Arc::new(Semaphore::new(self.per_host)))
+            .clone();
+        HostPermit {
+            // The semaphore is never closed.
+            permit: semaphore.acquire_owned().await.ok(),
+            host: host.to_owned(),
+            limiter: self.clone(),
+        }
+    }
+
+    #[cfg(test)]
+    fn tracked(&self) -> usize {
+        self.hosts.lock().map(|hosts| hosts.len()).unwrap_or(0)
+    }
+}
+
+impl Drop for HostPermit {
+    fn drop(&mut self) {
+        drop(self.permit.take());
+        let mut hosts = self
+            .limiter
+            .hosts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Only the map holds it: nobody waits on or holds this host.
+        if hosts
+            .get(&self.host)
+            .is_some_and(|semaphore| Arc::strong_count(semaphore) == 1)
+        {
+            hosts.remove(&self.host);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn at_most_two_requests_per_host() {
+        let limiter = HostLimiter::new(PER_HOST);
+        let a1 = limiter.acquire("a.example").await;
+        let _a2 = limiter.acquire("a.example").await;
+        // Another host is not held up.
+        let b1 = limiter.acquire("b.example").await;
+        let third = tokio::time::timeout(Duration::from_millis(50), limiter.acquire("a.example"));
+        assert!(
+            third.await.is_err(),
+            "a third request to one host must wait"
+        );
+        drop(a1);
+        let _a3 = tokio::time::timeout(Duration::from_secs(5), limiter.acquire("a.example"))
+            .await
+            .expect("a freed slot is handed on");
+        drop(b1);
+        assert_eq!(limiter.tracked(), 1, "idle hosts are forgotten");
+    }
+
+    fn state() -> feed_fetch_state::Model {
+        let at = "2026-11-30T10:00:00Z".parse().unwrap();
+        feed_fetch_state::Model {
+            feed_id: 1,
+            etag: Some("\"v1\"".into()),
+            last_modified: Some("Mon, 30 Nov 2026 09:00:00 GMT".into()),
+            cache_control: Some("max-age=7200".into()),
+            expires_at: None,
+            last_checked_at: Some(at),
+            next_check_at: Some(at),
+            last_http_status: Some(200),
+            retry_after_until: None,
+            last_success_at: Some(at),
+            last_error_at: None,
+            last_error: None,
+            consecutive_failures: 0,
+            updated_at: at,
+        }
+    }
+
+    fn settings() -> PullSettings {
+        PullSettings {
+            interval: Duration::from_secs(1800),
+            max_backoff: Duration::from_secs(172_800),
+            concurrency: 10,
+        }
+    }
+
+    #[test]
+    fn not_modified_keeps_validators_it_does_not_resend() {
+        let now = "2026-11-30T12:00:00Z".parse().unwrap();
+        let update = success_update(
+            &state(),
+            StatusCode::NOT_MODIFIED,
+            &HeaderMap::new(),
+            Duration::from_secs(1800),
+            &settings(),
+            now,
+        );
+        assert_eq!(update.etag.as_deref(), Some("\"v1\""));
+        assert_eq!(
+            update.last_modified.as_deref(),
+            Some("Mon, 30 Nov 2026 09:00:00 GMT")
+        );
+        // The kept max-age (2 h) beats the 30 min interval.
+        assert_eq!(update.next_check_at, now + chrono::Duration::hours(2));
+
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ETAG, HeaderValue::from_static("\"v2\""));
+        let update = success_update(
+            &state(),
+            StatusCode::OK,
+            &headers,
+            Duration::from_secs(1800),
+            &settings(),
+            now,
+        );
+        assert_eq!(update.etag.as_deref(), Some("\"v2\""));
+        assert_eq!(update.last_modified, None, "a 200 replaces every validator");
+        assert_eq!(update.next_check_at, now + chrono::Duration::minutes(30));
+    }
+}

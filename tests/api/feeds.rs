@@ -1,0 +1,1264 @@
+//! The feed reader end to end: a loopback publisher serves RSS 2.0, RSS 1.0,
+//! Atom and JSON Feed (and misbehaves on purpose), the real server pulls
+//! through its job runner, and everything is checked through GraphQL — on
+//! SQLite and on PostgreSQL.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use crate::{
+    feedserver::{FeedServer, Route, rss2},
+    helpers::{AppOptions, Backend, TestApp, spawn_app_with},
+    on_both_backends,
+    websocket::{next, open, send},
+};
+
+on_both_backends!(
+    every_format_is_pulled_sanitized_and_listed,
+    conditional_get_304_keeps_validators,
+    failing_feed_backs_off_and_recovers,
+    retry_after_in_seconds_and_as_a_date_holds_the_feed,
+    timeouts_oversized_and_malformed_bodies_fail_cleanly,
+    redirects_are_followed_and_gzip_is_decoded,
+    full_text_search_finds_prefixes_and_stays_per_user,
+    two_users_never_see_each_others_data,
+    bookmark_survives_its_feeds_deletion,
+    groups_read_state_and_stars,
+    scheduler_pulls_new_feeds_and_subscribers_hear_it,
+    settings_round_trip,
+    opml_round_trip,
+    discovery_finds_linked_feeds,
+    retention_deletes_only_old_read_items,
+);
+
+mod ssrf {
+    #[tokio::test]
+    async fn private_targets_are_refused_and_never_fetched() {
+        super::private_targets_are_refused_and_never_fetched().await
+    }
+
+    #[tokio::test]
+    async fn a_redirect_to_a_private_address_is_refused() {
+        super::a_redirect_to_a_private_address_is_refused().await
+    }
+}
+
+/// The app with its SSRF guard opened for the loopback publisher.
+async fn app(backend: Backend) -> TestApp {
+    spawn_app_with(
+        backend,
+        AppOptions::default().env("TRELLIS_ALLOW_PRIVATE_FEEDS", "true"),
+    )
+    .await
+}
+
+/// One signed-in user's GraphQL calls.
+struct Reader<'a> {
+    app: &'a TestApp,
+    token: String,
+}
+
+impl<'a> Reader<'a> {
+    async fn new(app: &'a TestApp, username: &str) -> Self {
+        Reader {
+            app,
+            token: app.member(username).await.access,
+        }
+    }
+
+    async fn raw(&self, query: &str, variables: Value) -> crate::helpers::GqlResponse {
+        self.app
+            .gql(query, variables)
+            .bearer(&self.token)
+            .send()
+            .await
+    }
+
+    async fn data(&self, query: &str, variables: Value) -> Value {
+        self.raw(query, variables).await.data().clone()
+    }
+
+    async fn follow(&self, link: &str) -> String {
+        let data = self
+            .data(
+                "mutation($i: CreateFeedInput!) { createFeed(input: $i) { id } }",
+                json!({ "i": { "link": link } }),
+            )
+            .await;
+        data["createFeed"]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Publishes `route` at `path`, follows it and pulls it once; returns the feed id.
+    async fn pull_new(&self, server: &FeedServer, path: &str, route: Route) -> String {
+        server.set(path, route);
+        let feed = self.follow(&server.url(path)).await;
+        let task = self.refresh(&feed).await;
+        assert_eq!(task["status"], "SUCCEEDED", "{task}");
+        feed
+    }
+
+    /// Refreshes one feed and waits for its task to end; returns the task.
+    async fn refresh(&self, feed: &str) -> Value {
+        let data = self
+            .data(
+                "mutation($id: ID!) { refreshFeed(id: $id) { id } }",
+                json!({ "id": feed }),
+            )
+            .await;
+        self.wait(data["refreshFeed"]["id"].as_str().unwrap()).await
+    }
+
+    async fn refresh_all(&self) -> Value {
+        let data = self
+            .data("mutation { refreshAllFeeds { id } }", json!({}))
+            .await;
+        self.wait(data["refreshAllFeeds"]["id"].as_str().unwrap())
+            .await
+    }
+
+    async fn wait(&self, task: &str) -> Value {
+        for _ in 0..600 {
+            let data = self
+                .data(
+                    "query($id: ID!) { task(id: $id) { status error result } }",
+                    json!({ "id": task }),
+                )
+                .await;
+            let status = data["task"]["status"].as_str().unwrap_or_default();
+            if !["QUEUED", "RUNNING"].contains(&status) {
+                return data["task"].clone();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("task {task} did not finish");
+    }
+
+    async fn feed(&self, id: &str) -> Value {
+        self.data(
+            "query($id: ID!) { feed(id: $id) { id name siteUrl unreadCount itemCount
+                fetchState { etag lastModified lastCheckedAt nextCheckAt lastHttpStatus retryAfterUntil
+                             lastSuccessAt lastError consecutiveFailures } } }",
+            json!({ "id": id }),
+        )
+        .await["feed"]
+            .clone()
+    }
+
+    async fn items(&self, filter: Value) -> Vec<Value> {
+        self.data(
+            "query($f: ItemFilter) { items(filter: $f, first: 200) { edges { node {
+                id feedId guid title link content rawContent pubDate unread starred } } } }",
+            json!({ "f": filter }),
+        )
+        .await["items"]["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|edge| edge["node"].clone())
+            .collect()
+    }
+}
+
+fn time(value: &Value) -> DateTime<Utc> {
+    value
+        .as_str()
+        .unwrap_or_else(|| panic!("a timestamp, got {value}"))
+        .parse()
+        .unwrap()
+}
+
+/// `b - a` in whole seconds.
+fn seconds_between(a: &Value, b: &Value) -> i64 {
+    (time(b) - time(a)).num_seconds()
+}
+
+const RSS1: &str = r#"<?xml version="1.0"?><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/" xmlns:dc="http://purl.org/dc/elements/1.1/">
+  <channel rdf:about="https://rdf.example/"><title>RDF Site</title><link>https://rdf.example/</link></channel>
+  <item rdf:about="https://rdf.example/1"><title>RDF one</title><link>https://rdf.example/1</link><description>first rdf</description><dc:date>2026-11-20T10:00:00Z</dc:date></item>
+</rdf:RDF>"#;
+
+const ATOM: &str = r#"<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">
+  <title>Atom Site</title><link rel="alternate" href="https://atom.example/blog/"/><id>urn:atom</id><updated>2026-11-29T10:00:00Z</updated>
+  <entry><title>Atom one</title><id>urn:atom:1</id><link href="https://atom.example/blog/1"/><updated>2026-11-29T10:00:00Z</updated>
+    <content type="html">&lt;p onclick="x()"&gt;Hello &lt;a href="/about"&gt;about&lt;/a&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src="pics/cat.png"&gt;&lt;/p&gt;</content></entry>
+  <entry><title>Atom two</title><id>urn:atom:2</id><link href="https://atom.example/blog/2"/><updated>2026-11-28T10:00:00Z</updated><summary>only a summary</summary></entry>
+</feed>"#;
+
+const JSON_FEED: &str = r#"{"version":"https://jsonfeed.org/version/1.1","title":"JSON Site","home_page_url":"https://json.example/",
+  "items":[{"id":"j1","url":"https://json.example/j1","title":"JSON one","content_html":"<p>json body</p>","date_published":"2026-11-27T10:00:00Z"}]}"#;
+
+async fn every_format_is_pulled_sanitized_and_listed(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    server.set(
+        "/rss2.xml",
+        Route::rss(rss2(
+            "RSS Two",
+            &[("a", "Alpha", "<b>alpha</b>"), ("b", "Beta", "beta")],
+        )),
+    );
+    server.set("/rss1.xml", Route::ok("application/rdf+xml", RSS1));
+    server.set("/atom.xml", Route::ok("application/atom+xml", ATOM));
+    server.set("/feed.json", Route::ok("application/feed+json", JSON_FEED));
+    let reader = Reader::new(&app, "ada").await;
+    let mut ids = Vec::new();
+    for path in ["/rss2.xml", "/rss1.xml", "/atom.xml", "/feed.json"] {
+        ids.push(reader.follow(&server.url(path)).await);
+    }
+
+    let task = reader.refresh_all().await;
+    assert_eq!(task["status"], "SUCCEEDED", "{task}");
+    assert_eq!(task["result"]["succeeded"], 4, "{task}");
+    assert_eq!(task["result"]["newItems"], 6, "{task}");
+
+    let rss = reader.feed(&ids[0]).await;
+    assert_eq!(rss["name"], "RSS Two", "named from the feed's title");
+    assert_eq!(rss["siteUrl"], "https://publisher.example/");
+    assert_eq!(rss["itemCount"], 2);
+    assert_eq!(rss["unreadCount"], 2);
+    assert_eq!(rss["fetchState"]["lastHttpStatus"], 200);
+    assert_eq!(rss["fetchState"]["consecutiveFailures"], 0);
+
+    let items = reader.items(json!({})).await;
+    assert_eq!(items.len(), 6);
+    let dates: Vec<DateTime<Utc>> = items.iter().map(|item| time(&item["pubDate"])).collect();
+    assert!(
+        dates.windows(2).all(|w| w[0] >= w[1]),
+        "newest first: {dates:?}"
+    );
+
+    let atom = reader.items(json!({ "feedId": ids[2] })).await;
+    let one = atom
+        .iter()
+        .find(|item| item["title"] == "Atom one")
+        .unwrap();
+    let content = one["content"].as_str().unwrap();
+    assert!(
+        !content.contains("script") && !content.contains("onclick"),
+        "{content}"
+    );
+    assert!(
+        content.contains(r#"href="https://atom.example/about""#),
+        "{content}"
+    );
+    assert!(
+        content.contains(r#"src="https://atom.example/blog/pics/cat.png""#),
+        "{content}"
+    );
+    assert!(
+        one["rawContent"].as_str().unwrap().contains("<script>"),
+        "raw content is kept"
+    );
+    let two = atom
+        .iter()
+        .find(|item| item["title"] == "Atom two")
+        .unwrap();
+    assert_eq!(
+        two["rawContent"], "only a summary",
+        "content falls back to the summary"
+    );
+
+    let rss_items = reader.items(json!({ "feedId": ids[0] })).await;
+    assert!(
+        rss_items
+            .iter()
+            .any(|item| item["link"] == server.url("/posts/a").as_str()),
+        "relative links resolve against the feed's URL: {rss_items:?}"
+    );
+
+    // Refetching the same document adds nothing.
+    let again = reader.refresh_all().await;
+    assert_eq!(again["result"]["newItems"], 0, "{again}");
+    assert_eq!(reader.items(json!({})).await.len(), 6);
+}
+
+async fn conditional_get_304_keeps_validators(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let mut route = Route::rss(rss2("Cached", &[("c1", "One", "one")]))
+        .header("last-modified", "Sun, 29 Nov 2026 10:00:00 GMT")
+        .header("cache-control", "max-age=7200");
+    route.etag = Some("\"v1\"".into());
+    route.etag_on_304 = false;
+    server.set("/cached.xml", route);
+    let reader = Reader::new(&app, "ada").await;
+    let feed = reader.follow(&server.url("/cached.xml")).await;
+
+    assert_eq!(reader.refresh(&feed).await["status"], "SUCCEEDED");
+    let first = reader.feed(&feed).await["fetchState"].clone();
+    assert_eq!(first["etag"], "\"v1\"");
+    assert_eq!(first["lastModified"], "Sun, 29 Nov 2026 10:00:00 GMT");
+    assert_eq!(
+        seconds_between(&first["lastCheckedAt"], &first["nextCheckAt"]),
+        7200,
+        "max-age beats the 30 min interval"
+    );
+
+    let task = reader.refresh(&feed).await;
+    assert_eq!(task["status"], "SUCCEEDED", "{task}");
+    assert_eq!(task["result"]["outcome"], "NOT_MODIFIED");
+    assert_eq!(
+        server
+            .last_header("/cached.xml", "if-none-match")
+            .as_deref(),
+        Some("\"v1\"")
+    );
+    assert_eq!(
+        server
+            .last_header("/cached.xml", "if-modified-since")
+            .as_deref(),
+        Some("Sun, 29 Nov 2026 10:00:00 GMT")
+    );
+    let second = reader.feed(&feed).await["fetchState"].clone();
+    assert_eq!(second["lastHttpStatus"], 304);
+    assert_eq!(
+        second["etag"], "\"v1\"",
+        "a 304 without ETag keeps the stored one"
+    );
+    assert_eq!(second["lastModified"], "Sun, 29 Nov 2026 10:00:00 GMT");
+    assert_eq!(
+        seconds_between(&second["lastCheckedAt"], &second["nextCheckAt"]),
+        7200,
+        "the kept Cache-Control still applies"
+    );
+    assert_eq!(reader.items(json!({})).await.len(), 1);
+}
+
+async fn failing_feed_backs_off_and_recovers(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    server.set("/flaky.xml", Route::status(500));
+    let reader = Reader::new(&app, "ada").await;
+    let feed = reader.follow(&server.url("/flaky.xml")).await;
+
+    let task = reader.refresh(&feed).await;
+    assert_eq!(task["status"], "FAILED");
+    assert_eq!(task["error"], "HTTP 500 Internal Server Error");
+    let state = reader.feed(&feed).await["fetchState"].clone();
+    assert_eq!(state["consecutiveFailures"], 1);
+    assert_eq!(state["lastError"], "HTTP 500 Internal Server Error");
+    assert_eq!(state["lastHttpStatus"], 500);
+    // 1800 × 1.8¹
+    assert_eq!(
+        seconds_between(&state["lastCheckedAt"], &state["nextCheckAt"]),
+        3240
+    );
+
+    reader.refresh(&feed).await;
+    let state = reader.feed(&feed).await["fetchState"].clone();
+    assert_eq!(state["consecutiveFailures"], 2);
+    // 1800 × 1.8² = 5832
+    assert_eq!(
+        seconds_between(&state["lastCheckedAt"], &state["nextCheckAt"]),
+        5832
+    );
+
+    server.set(
+        "/flaky.xml",
+        Route::rss(rss2("Back", &[("r", "Recovered", "ok")])),
+    );
+    assert_eq!(reader.refresh(&feed).await["status"], "SUCCEEDED");
+    let state = reader.feed(&feed).await["fetchState"].clone();
+    assert_eq!(state["consecutiveFailures"], 0);
+    assert_eq!(state["lastHttpStatus"], 200);
+    assert_eq!(
+        seconds_between(&state["lastCheckedAt"], &state["nextCheckAt"]),
+        1800
+    );
+    assert_eq!(reader.items(json!({})).await.len(), 1);
+}
+
+async fn retry_after_in_seconds_and_as_a_date_holds_the_feed(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    server.set(
+        "/busy.xml",
+        Route::status(429).header("retry-after", "10000"),
+    );
+    let reader = Reader::new(&app, "ada").await;
+    let feed = reader.follow(&server.url("/busy.xml")).await;
+
+    reader.refresh(&feed).await;
+    let state = reader.feed(&feed).await["fetchState"].clone();
+    assert_eq!(
+        seconds_between(&state["lastCheckedAt"], &state["retryAfterUntil"]),
+        10000
+    );
+    assert_eq!(
+        seconds_between(&state["lastCheckedAt"], &state["nextCheckAt"]),
+        10000,
+        "Retry-After beats interval and backoff"
+    );
+
+    let until = (Utc::now() + chrono::Duration::hours(20)).format("%a, %d %b %Y %H:%M:%S GMT");
+    server.set(
+        "/busy.xml",
+        Route::status(503).header("retry-after", &until.to_string()),
+    );
+    reader.refresh(&feed).await;
+    let state = reader.feed(&feed).await["fetchState"].clone();
+    let held = seconds_between(&state["lastCheckedAt"], &state["retryAfterUntil"]);
+    assert!((71_990..=72_000).contains(&held), "held {held} s");
+    assert_eq!(state["lastHttpStatus"], 503);
+}
+
+async fn timeouts_oversized_and_malformed_bodies_fail_cleanly(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        AppOptions::default()
+            .env("TRELLIS_ALLOW_PRIVATE_FEEDS", "true")
+            .env("TRELLIS_PULL_TIMEOUT", "1")
+            .env("TRELLIS_FETCH_MAX_BYTES", "100000"),
+    )
+    .await;
+    let server = FeedServer::start().await;
+    let reader = Reader::new(&app, "ada").await;
+
+    server.set(
+        "/slow.xml",
+        Route {
+            delay: Some(Duration::from_secs(4)),
+            ..Route::rss(rss2("Slow", &[("s", "Slow", "s")]))
+        },
+    );
+    let slow = reader.follow(&server.url("/slow.xml")).await;
+    reader.refresh(&slow).await;
+    let error = reader.feed(&slow).await["fetchState"]["lastError"].clone();
+    assert!(error.as_str().unwrap().contains("timed out"), "{error}");
+
+    let big = "x".repeat(200_000);
+    server.set("/big.xml", Route::rss(rss2("Big", &[("b", "Big", &big)])));
+    let oversized = reader.follow(&server.url("/big.xml")).await;
+    reader.refresh(&oversized).await;
+    let error = reader.feed(&oversized).await["fetchState"]["lastError"].clone();
+    assert!(
+        error.as_str().unwrap().contains("larger than 100000 bytes"),
+        "{error}"
+    );
+
+    // The same cap holds for a body that only grows when decompressed.
+    server.set(
+        "/bomb.xml",
+        Route {
+            gzip: true,
+            ..Route::rss(rss2("Bomb", &[("b", "Bomb", &big)]))
+        },
+    );
+    let bomb = reader.follow(&server.url("/bomb.xml")).await;
+    reader.refresh(&bomb).await;
+    let error = reader.feed(&bomb).await["fetchState"]["lastError"].clone();
+    assert!(error.as_str().unwrap().contains("larger than"), "{error}");
+
+    server.set(
+        "/good.xml",
+        Route::rss(rss2("Good", &[("g1", "Kept", "kept")])),
+    );
+    let good = reader.follow(&server.url("/good.xml")).await;
+    reader.refresh(&good).await;
+    server.set("/good.xml", Route::rss("<rss><channel><item><title>broken"));
+    let task = reader.refresh(&good).await;
+    assert_eq!(task["status"], "FAILED");
+    let state = reader.feed(&good).await;
+    assert!(
+        state["fetchState"]["lastError"]
+            .as_str()
+            .unwrap()
+            .starts_with("not a valid RSS, Atom or JSON feed"),
+        "{state}"
+    );
+    assert_eq!(
+        state["itemCount"], 1,
+        "a malformed document loses no stored item"
+    );
+}
+
+async fn redirects_are_followed_and_gzip_is_decoded(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    server.set("/old.xml", Route::redirect("/new.xml"));
+    server.set(
+        "/new.xml",
+        Route {
+            gzip: true,
+            ..Route::rss(rss2(
+                "Moved",
+                &[("m1", "Moved one", "m"), ("m2", "Moved two", "m")],
+            ))
+        },
+    );
+    server.set("/loop-a", Route::redirect("/loop-b"));
+    server.set("/loop-b", Route::redirect("/loop-a"));
+    let reader = Reader::new(&app, "ada").await;
+
+    let moved = reader.follow(&server.url("/old.xml")).await;
+    assert_eq!(reader.refresh(&moved).await["status"], "SUCCEEDED");
+    assert_eq!(reader.feed(&moved).await["itemCount"], 2);
+    assert!(
+        server
+            .last_header("/new.xml", "accept-encoding")
+            .unwrap()
+            .contains("gzip"),
+        "the client offers gzip"
+    );
+
+    let looping = reader.follow(&server.url("/loop-a")).await;
+    reader.refresh(&looping).await;
+    let error = reader.feed(&looping).await["fetchState"]["lastError"].clone();
+    assert!(error.as_str().unwrap().contains("redirects"), "{error}");
+}
+
+async fn full_text_search_finds_prefixes_and_stays_per_user(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+    ada.pull_new(
+        &server,
+        "/search.xml",
+        Route::rss(rss2(
+            "Metallurgy Weekly",
+            &[
+                ("s1", "Ferrous alloys explained", "<p>iron and carbon</p>"),
+                ("s2", "Copper wiring", "<p>a ferromagnetic aside</p>"),
+                ("s3", "Gardening", "<p>tomatoes</p>"),
+            ],
+        )),
+    )
+    .await;
+
+    let titles = |items: Vec<Value>| -> Vec<String> {
+        items
+            .iter()
+            .map(|i| i["title"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let found = titles(ada.items(json!({ "query": "ferr" })).await);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found.contains(&"Ferrous alloys explained".to_owned()));
+    assert!(
+        titles(ada.items(json!({ "query": "iron carb" })).await) == ["Ferrous alloys explained"]
+    );
+    assert!(
+        ada.items(json!({ "query": "tomatoes copper" }))
+            .await
+            .is_empty(),
+        "all terms are required"
+    );
+    assert_eq!(
+        ada.items(json!({ "query": "\"OR* NEAR(" })).await.len(),
+        0,
+        "query syntax is inert"
+    );
+
+    let result = ada
+        .data(
+            "query { search(query: \"ferr\") { feeds { name } items { title } } }",
+            json!({}),
+        )
+        .await;
+    let ranked: Vec<&str> = result["search"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ranked.first(),
+        Some(&"Ferrous alloys explained"),
+        "title matches rank first: {ranked:?}"
+    );
+    let feeds = ada
+        .data(
+            "query { search(query: \"metallurgy\") { feeds { name } items { title } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(feeds["search"]["feeds"][0]["name"], "Metallurgy Weekly");
+
+    let bob = Reader::new(&app, "bob").await;
+    assert!(bob.items(json!({ "query": "ferr" })).await.is_empty());
+    let theirs = bob
+        .data(
+            "query { search(query: \"ferr\") { feeds { name } items { title } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(theirs["search"]["items"], json!([]));
+}
+
+async fn two_users_never_see_each_others_data(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+    let bob = Reader::new(&app, "bob").await;
+    let ada_feed = ada
+        .pull_new(
+            &server,
+            "/shared.xml",
+            Route::rss(rss2("Shared", &[("x", "X", "x")])),
+        )
+        .await;
+    let ada_item = ada.items(json!({})).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ada.data(
+        "mutation($i: [ID!]!) { starItems(ids: $i) }",
+        json!({ "i": [ada_item] }),
+    )
+    .await;
+    let bookmark = ada
+        .data(
+            "mutation($i: CreateBookmarkInput!) { createBookmark(input: $i) { id } }",
+            json!({ "i": { "itemId": ada_item } }),
+        )
+        .await["createBookmark"]["id"]
+        .clone();
+
+    // Bob sees none of it, and cannot touch it.
+    let seen = bob
+        .data(
+            "query($f: ID!, $i: ID!, $b: ID!) { feeds { id } feed(id: $f) { id } item(id: $i) { id }
+               bookmark(id: $b) { id } bookmarks { edges { node { id } } } items { edges { node { id } } } }",
+            json!({ "f": ada_feed, "i": ada_item, "b": bookmark }),
+        )
+        .await;
+    assert_eq!(seen["feeds"], json!([]));
+    assert_eq!(seen["feed"], Value::Null);
+    assert_eq!(seen["item"], Value::Null);
+    assert_eq!(seen["bookmark"], Value::Null);
+    assert_eq!(seen["bookmarks"]["edges"], json!([]));
+    assert_eq!(seen["items"]["edges"], json!([]));
+    let marked = bob
+        .data(
+            "mutation($i: [ID!]!) { markItemsRead(ids: $i) }",
+            json!({ "i": [ada_item] }),
+        )
+        .await;
+    assert_eq!(marked["markItemsRead"], 0);
+    let deleted = bob
+        .raw(
+            "mutation($f: ID!) { deleteFeed(id: $f) }",
+            json!({ "f": ada_feed }),
+        )
+        .await;
+    assert_eq!(deleted.error_code(), Some("NOT_FOUND"));
+    let refresh = bob
+        .raw(
+            "mutation($f: ID!) { refreshFeed(id: $f) { id } }",
+            json!({ "f": ada_feed }),
+        )
+        .await;
+    assert_eq!(refresh.error_code(), Some("NOT_FOUND"));
+    let all = bob
+        .data("mutation { markAllRead(all: true) }", json!({}))
+        .await;
+    assert_eq!(all["markAllRead"], 0);
+
+    // Both may follow the same URL; read state stays each user's own.
+    let bob_feed = bob.follow(&server.url("/shared.xml")).await;
+    bob.refresh(&bob_feed).await;
+    bob.data("mutation { markAllRead(all: true) }", json!({}))
+        .await;
+    let ada_view = ada.items(json!({})).await;
+    assert_eq!(ada_view[0]["unread"], true);
+    assert_eq!(ada_view[0]["starred"], true);
+    assert_eq!(bob.items(json!({})).await[0]["unread"], false);
+
+    let anonymous = app.gql("{ feeds { id } }", json!({})).send().await;
+    assert_eq!(anonymous.error_code(), Some("UNAUTHENTICATED"));
+}
+
+async fn bookmark_survives_its_feeds_deletion(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+    let feed = ada
+        .pull_new(
+            &server,
+            "/gone.xml",
+            Route::rss(rss2("Gone soon", &[("k", "Keep me", "<p>precious</p>")])),
+        )
+        .await;
+    let item = ada.items(json!({})).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let saved = ada
+        .data(
+            "mutation($i: CreateBookmarkInput!) { createBookmark(input: $i) { id itemId feedId feedName } }",
+            json!({ "i": { "itemId": item } }),
+        )
+        .await["createBookmark"]
+        .clone();
+    assert_eq!(saved["itemId"], item.as_str());
+    assert_eq!(saved["feedName"], "Gone soon");
+    let duplicate = ada
+        .raw(
+            "mutation($i: CreateBookmarkInput!) { createBookmark(input: $i) { id } }",
+            json!({ "i": { "itemId": item } }),
+        )
+        .await;
+    assert_eq!(duplicate.error_code(), Some("CONFLICT"));
+
+    ada.data(
+        "mutation($f: ID!) { deleteFeed(id: $f) }",
+        json!({ "f": feed }),
+    )
+    .await;
+    let after = ada
+        .data(
+            "query($b: ID!) { bookmark(id: $b) { title itemId feedId content link } items { edges { node { id } } } }",
+            json!({ "b": saved["id"] }),
+        )
+        .await;
+    assert_eq!(
+        after["items"]["edges"],
+        json!([]),
+        "the feed's items are gone"
+    );
+    assert_eq!(after["bookmark"]["title"], "Keep me");
+    assert_eq!(after["bookmark"]["itemId"], Value::Null);
+    assert_eq!(after["bookmark"]["feedId"], Value::Null);
+    assert!(
+        after["bookmark"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("precious")
+    );
+
+    let snapshot = ada
+        .data(
+            "mutation($i: CreateBookmarkInput!) { createBookmark(input: $i) { title } }",
+            json!({ "i": { "link": "https://elsewhere.example/a", "title": "Snap", "content": "<p>s</p>" } }),
+        )
+        .await;
+    assert_eq!(snapshot["createBookmark"]["title"], "Snap");
+    let list = ada
+        .data("{ bookmarks { edges { node { title } } } }", json!({}))
+        .await;
+    assert_eq!(list["bookmarks"]["edges"].as_array().unwrap().len(), 2);
+}
+
+async fn groups_read_state_and_stars(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    server.set(
+        "/g1.xml",
+        Route::rss(rss2(
+            "G1",
+            &[("1", "One", "1"), ("2", "Two", "2"), ("3", "Three", "3")],
+        )),
+    );
+    server.set("/g2.xml", Route::rss(rss2("G2", &[("4", "Four", "4")])));
+    let ada = Reader::new(&app, "ada").await;
+    let tech = ada
+        .data(
+            "mutation { createGroup(name: \"Tech\") { id name isDefault } }",
+            json!({}),
+        )
+        .await["createGroup"]
+        .clone();
+    assert_eq!(tech["isDefault"], false);
+    let dup = ada
+        .raw("mutation { createGroup(name: \"Tech\") { id } }", json!({}))
+        .await;
+    assert_eq!(dup.error_code(), Some("CONFLICT"));
+    let g1 = ada
+        .data(
+            "mutation($i: [CreateFeedInput!]!) { createFeeds(input: $i) { id group { name } } }",
+            json!({ "i": [
+                { "link": server.url("/g1.xml"), "groupId": tech["id"] },
+                { "link": server.url("/g2.xml") }
+            ] }),
+        )
+        .await["createFeeds"]
+        .clone();
+    assert_eq!(g1[0]["group"]["name"], "Tech");
+    assert_eq!(g1[1]["group"]["name"], "Default");
+    // A batch with one bad feed creates none.
+    let bad = ada
+        .raw(
+            "mutation($i: [CreateFeedInput!]!) { createFeeds(input: $i) { id } }",
+            json!({ "i": [{ "link": server.url("/g3.xml") }, { "link": "ftp://nope.example/" }] }),
+        )
+        .await;
+    assert_eq!(bad.error_code(), Some("BAD_USER_INPUT"));
+    assert_eq!(
+        ada.data("{ feeds { id } }", json!({})).await["feeds"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let interval = ada
+        .raw(
+            "mutation($f: ID!) { updateFeed(id: $f, input: { refreshIntervalSeconds: 61 }) { id } }",
+            json!({ "f": g1[0]["id"] }),
+        )
+        .await;
+    assert_eq!(interval.error_code(), Some("BAD_USER_INPUT"));
+    ada.refresh_all().await;
+
+    // Read state: by ids, then everything in a group up to a date.
+    let group_items = ada.items(json!({ "groupId": tech["id"] })).await;
+    assert_eq!(group_items.len(), 3);
+    let first = group_items[0]["id"].clone();
+    let n = ada
+        .data(
+            "mutation($i: [ID!]!) { markItemsRead(ids: $i) }",
+            json!({ "i": [first] }),
+        )
+        .await;
+    assert_eq!(n["markItemsRead"], 1);
+    assert_eq!(ada.items(json!({ "unread": false })).await.len(), 1);
+    let n = ada
+        .data(
+            "mutation($i: [ID!]!) { markItemsUnread(ids: $i) }",
+            json!({ "i": [first] }),
+        )
+        .await;
+    assert_eq!(n["markItemsUnread"], 1);
+    let n = ada
+        .data(
+            "mutation($g: ID!) { markAllRead(groupId: $g, before: \"2026-11-02T12:00:00Z\") }",
+            json!({ "g": tech["id"] }),
+        )
+        .await;
+    assert_eq!(n["markAllRead"], 2, "items of 1 and 2 Nov, not 3 Nov");
+    assert_eq!(ada.items(json!({ "unread": true })).await.len(), 2);
+    let too_many: Vec<String> = (1..=1001).map(|i| i.to_string()).collect();
+    let refused = ada
+        .raw(
+            "mutation($i: [ID!]!) { markItemsRead(ids: $i) }",
+            json!({ "i": too_many }),
+        )
+        .await;
+    assert_eq!(refused.error_code(), Some("BAD_USER_INPUT"));
+    let ambiguous = ada.raw("mutation { markAllRead }", json!({})).await;
+    assert_eq!(ambiguous.error_code(), Some("BAD_USER_INPUT"));
+
+    let n = ada
+        .data(
+            "mutation($i: [ID!]!) { starItems(ids: $i) }",
+            json!({ "i": [first] }),
+        )
+        .await;
+    assert_eq!(n["starItems"], 1);
+    assert_eq!(ada.items(json!({ "starred": true })).await.len(), 1);
+    ada.data(
+        "mutation($i: [ID!]!) { unstarItems(ids: $i) }",
+        json!({ "i": [first] }),
+    )
+    .await;
+    assert!(ada.items(json!({ "starred": true })).await.is_empty());
+
+    // Deleting the group moves its feed to the default group.
+    ada.data(
+        "mutation($g: ID!) { deleteGroup(id: $g) }",
+        json!({ "g": tech["id"] }),
+    )
+    .await;
+    let groups = ada
+        .data("{ groups { id name isDefault feeds { id } } }", json!({}))
+        .await;
+    assert_eq!(groups["groups"].as_array().unwrap().len(), 1);
+    assert_eq!(groups["groups"][0]["feeds"].as_array().unwrap().len(), 2);
+    let default = groups["groups"][0]["id"].clone();
+    let undeletable = ada
+        .raw(
+            "mutation($g: ID!) { deleteGroup(id: $g) }",
+            json!({ "g": default }),
+        )
+        .await;
+    assert_eq!(undeletable.error_code(), Some("BAD_USER_INPUT"));
+}
+
+async fn scheduler_pulls_new_feeds_and_subscribers_hear_it(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    server.set(
+        "/auto.xml",
+        Route::rss(rss2(
+            "Auto",
+            &[("a1", "Auto one", "a"), ("a2", "Auto two", "a")],
+        )),
+    );
+    let ada = Reader::new(&app, "ada").await;
+
+    let mut socket = open(&app, &[]).await;
+    send(
+        &mut socket,
+        json!({ "type": "connection_init", "payload": { "token": ada.token } }),
+    )
+    .await;
+    assert_eq!(next(&mut socket).await.unwrap()["type"], "connection_ack");
+    send(
+        &mut socket,
+        json!({ "id": "f", "type": "subscribe", "payload": {
+            "query": "subscription { feedUpdated { newItems feed { name } fetchState { lastHttpStatus } } }" } }),
+    )
+    .await;
+    // Let the subscription register before the feed exists.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // No refresh call: creating the feed wakes the scheduler.
+    let feed = ada.follow(&server.url("/auto.xml")).await;
+    let update = next(&mut socket).await.expect("a feedUpdated message");
+    assert_eq!(update["type"], "next", "{update}");
+    let payload = &update["payload"]["data"]["feedUpdated"];
+    assert_eq!(payload["newItems"], 2, "{update}");
+    assert_eq!(payload["feed"]["name"], "Auto");
+    assert_eq!(payload["fetchState"]["lastHttpStatus"], 200);
+    assert_eq!(ada.feed(&feed).await["itemCount"], 2);
+    assert_eq!(
+        server.hits("/auto.xml"),
+        1,
+        "pulled once, then scheduled 30 min out"
+    );
+}
+
+async fn settings_round_trip(backend: Backend) {
+    let app = app(backend).await;
+    let ada = Reader::new(&app, "ada").await;
+    let fresh = ada
+        .data(
+            "{ settings { retentionDays unreadOnly oldestFirst } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        fresh["settings"],
+        json!({ "retentionDays": null, "unreadOnly": null, "oldestFirst": null })
+    );
+    let set = ada
+        .data(
+            "mutation { updateSettings(input: { retentionDays: 30, unreadOnly: true }) { retentionDays unreadOnly oldestFirst } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        set["updateSettings"],
+        json!({ "retentionDays": 30, "unreadOnly": true, "oldestFirst": null })
+    );
+    let partial = ada
+        .data(
+            "mutation { updateSettings(input: { unreadOnly: null }) { retentionDays unreadOnly } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        partial["updateSettings"],
+        json!({ "retentionDays": 30, "unreadOnly": null })
+    );
+    let bad = ada
+        .raw(
+            "mutation { updateSettings(input: { retentionDays: 0 }) { retentionDays } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(bad.error_code(), Some("BAD_USER_INPUT"));
+    let bob = Reader::new(&app, "bob").await;
+    let theirs = bob.data("{ settings { retentionDays } }", json!({})).await;
+    assert_eq!(theirs["settings"]["retentionDays"], Value::Null);
+}
+
+/// With the guard on (the default), nothing private is fetched, whichever
+/// way the address is written; each feed says why.
+async fn private_targets_are_refused_and_never_fetched() {
+    let app = spawn_app_with(Backend::Sqlite, AppOptions::default()).await;
+    let server = FeedServer::start().await;
+    server.set(
+        "/secret.xml",
+        Route::rss(rss2("Secret", &[("s", "S", "s")])),
+    );
+    let port = server.addr.port();
+    let ada = Reader::new(&app, "ada").await;
+    let targets = [
+        (format!("http://127.0.0.1:{port}/secret.xml"), "127.0.0.1"),
+        (format!("http://localhost:{port}/secret.xml"), "localhost"),
+        (
+            format!("http://[::ffff:127.0.0.1]:{port}/secret.xml"),
+            "127.0.0.1",
+        ),
+        (format!("http://[::1]:{port}/secret.xml"), "::1"),
+        ("http://10.1.2.3/feed.xml".to_owned(), "10.1.2.3"),
+        (
+            "http://169.254.169.254/latest/meta-data".to_owned(),
+            "169.254.169.254",
+        ),
+    ];
+    let mut feeds = Vec::new();
+    for (link, _) in &targets {
+        feeds.push(ada.follow(link).await);
+    }
+    let task = ada.refresh_all().await;
+    assert_eq!(task["result"]["failed"], targets.len(), "{task}");
+    for (feed, (_, address)) in feeds.iter().zip(&targets) {
+        let state = ada.feed(feed).await["fetchState"].clone();
+        let error = state["lastError"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("TRELLIS_ALLOW_PRIVATE_FEEDS") || error.contains("may not be fetched"),
+            "{address}: {error}"
+        );
+        assert!(error.contains(address), "{address}: {error}");
+        assert_eq!(state["lastHttpStatus"], Value::Null);
+    }
+    assert_eq!(
+        server.total_hits(),
+        0,
+        "no request reached the private server"
+    );
+}
+
+async fn a_redirect_to_a_private_address_is_refused() {
+    // Only the publisher's own address is opened; its redirect to another
+    // loopback address must not be followed.
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        AppOptions::default().env("TRELLIS_ALLOW_PRIVATE_NETWORKS", "127.0.0.1/32"),
+    )
+    .await;
+    let server = FeedServer::start().await;
+    let port = server.addr.port();
+    server.set(
+        "/hop.xml",
+        Route::redirect(&format!("http://127.0.0.2:{port}/inner.xml")),
+    );
+    server.set("/inner.xml", Route::rss(rss2("Inner", &[("i", "I", "i")])));
+    let ada = Reader::new(&app, "ada").await;
+    let feed = ada.follow(&server.url("/hop.xml")).await;
+    let task = ada.refresh(&feed).await;
+    assert_eq!(task["status"], "FAILED");
+    let error = ada.feed(&feed).await["fetchState"]["lastError"].clone();
+    assert!(error.as_str().unwrap().contains("127.0.0.2"), "{error}");
+    assert_eq!(server.hits("/hop.xml"), 1);
+    assert_eq!(server.hits("/inner.xml"), 0);
+}
+
+async fn opml_round_trip(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    for path in ["/o1.xml", "/o2.xml", "/o3.xml"] {
+        server.set(path, Route::rss(rss2(path, &[("o", "O", "o")])));
+    }
+    let opml = format!(
+        r#"<?xml version="1.0"?><opml version="2.0"><head><title>mine</title></head><body>
+        <outline text="News"><outline text="One" type="rss" xmlUrl="{}" htmlUrl="https://one.example/"/></outline>
+        <outline text="Tech"><outline text="Two" type="rss" xmlUrl="{}"/><outline text="Three &amp; more" xmlUrl="{}"/></outline>
+        <outline text="Bad" xmlUrl="ftp://nope.example/feed"/>
+        </body></opml>"#,
+        server.url("/o1.xml"),
+        server.url("/o2.xml"),
+        server.url("/o3.xml")
+    );
+    let ada = Reader::new(&app, "ada").await;
+    let task = ada
+        .data(
+            "mutation($o: String!) { importOpml(opml: $o) { id } }",
+            json!({ "o": opml }),
+        )
+        .await["importOpml"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let done = ada.wait(&task).await;
+    assert_eq!(done["status"], "SUCCEEDED", "{done}");
+    assert_eq!(
+        done["result"],
+        json!({ "feedsCreated": 3, "groupsCreated": 2, "skipped": 1 })
+    );
+    let groups = ada
+        .data("{ groups { name feeds { name link } } }", json!({}))
+        .await;
+    let names: Vec<&str> = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Default", "News", "Tech"]);
+    let news = ada.data("{ feeds { name siteUrl } }", json!({})).await;
+    assert!(
+        news["feeds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["siteUrl"] == "https://one.example/"),
+        "{news}"
+    );
+    assert_eq!(groups["groups"][2]["feeds"][1]["name"], "Two");
+
+    let again = ada
+        .data(
+            "mutation($o: String!) { importOpml(opml: $o) { id } }",
+            json!({ "o": opml }),
+        )
+        .await["importOpml"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        ada.wait(&again).await["result"]["skipped"],
+        4,
+        "already followed"
+    );
+
+    let exported = ada.data("{ exportOpml }", json!({})).await["exportOpml"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(exported.contains(&server.url("/o2.xml")), "{exported}");
+    assert!(exported.contains("Three &amp; more"), "{exported}");
+    let bob = Reader::new(&app, "bob").await;
+    let task = bob
+        .data(
+            "mutation($o: String!) { importOpml(opml: $o) { id } }",
+            json!({ "o": exported }),
+        )
+        .await["importOpml"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(bob.wait(&task).await["result"]["feedsCreated"], 3);
+    let bobs = bob
+        .data("{ groups { name feeds { name link } } }", json!({}))
+        .await;
+    assert_eq!(
+        bobs, groups,
+        "the export carries groups, names and links over"
+    );
+
+    let invalid = ada
+        .raw(
+            "mutation { importOpml(opml: \"<html>nope</html>\") { id } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(invalid.error_code(), Some("BAD_USER_INPUT"));
+}
+
+async fn discovery_finds_linked_feeds(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    server.set("/feed.xml", Route::rss(rss2("Found", &[("d", "D", "d")])));
+    server.set(
+        "/blog/",
+        Route::ok(
+            "text/html",
+            r#"<!doctype html><html><head><title>Blog</title>
+            <link rel="alternate" type="application/rss+xml" title="All posts" href="/feed.xml">
+            <link rel="alternate" type="application/atom+xml" href="atom">
+            </head><body>hi</body></html>"#,
+        ),
+    );
+    let ada = Reader::new(&app, "ada").await;
+    let query = "query($u: String!) { discoverFeeds(url: $u) { url title kind } }";
+    let found = ada.data(query, json!({ "u": server.url("/blog/") })).await;
+    assert_eq!(
+        found["discoverFeeds"],
+        json!([
+            { "url": server.url("/feed.xml"), "title": "All posts", "kind": "rss" },
+            { "url": server.url("/blog/atom"), "title": null, "kind": "atom" }
+        ])
+    );
+    let itself = ada
+        .data(query, json!({ "u": server.url("/feed.xml") }))
+        .await;
+    assert_eq!(
+        itself["discoverFeeds"],
+        json!([{ "url": server.url("/feed.xml"), "title": "Found", "kind": "feed" }])
+    );
+    let missing = ada.raw(query, json!({ "u": server.url("/nothing") })).await;
+    assert_eq!(missing.error_code(), Some("BAD_USER_INPUT"));
+    let anonymous = app
+        .gql(query, json!({ "u": server.url("/blog/") }))
+        .send()
+        .await;
+    assert_eq!(anonymous.error_code(), Some("UNAUTHENTICATED"));
+}
+
+async fn retention_deletes_only_old_read_items(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+    let feed = ada
+        .pull_new(
+            &server,
+            "/old.xml",
+            Route::rss(rss2(
+                "Old",
+                &[
+                    ("1", "Read", "1"),
+                    ("2", "Starred", "2"),
+                    ("3", "Bookmarked", "3"),
+                    ("4", "Unread", "4"),
+                ],
+            )),
+        )
+        .await;
+    let items = ada.items(json!({})).await;
+    let id = |title: &str| items.iter().find(|i| i["title"] == title).unwrap()["id"].clone();
+    ada.data(
+        "mutation($i: [ID!]!) { markItemsRead(ids: $i) }",
+        json!({ "i": [id("Read"), id("Starred"), id("Bookmarked")] }),
+    )
+    .await;
+    ada.data(
+        "mutation($i: [ID!]!) { starItems(ids: $i) }",
+        json!({ "i": [id("Starred")] }),
+    )
+    .await;
+    ada.data(
+        "mutation($i: CreateBookmarkInput!) { createBookmark(input: $i) { id } }",
+        json!({ "i": { "itemId": id("Bookmarked") } }),
+    )
+    .await;
+    // Everything is from early November; keep one day.
+    ada.data(
+        "mutation { updateSettings(input: { retentionDays: 1 }) { retentionDays } }",
+        json!({}),
+    )
+    .await;
+
+    let admin = app.admin().await;
+    let run = app
+        .gql(
+            "mutation { runPeriodicJob(name: \"feeds.retention\") { id } }",
+            json!({}),
+        )
+        .bearer(&admin.access)
+        .send()
+        .await;
+    let task = run.data()["runPeriodicJob"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let admin_reader = Reader {
+        app: &app,
+        token: admin.access.clone(),
+    };
+    let done = admin_reader.wait(&task).await;
+    assert_eq!(done["status"], "SUCCEEDED", "{done}");
+    assert_eq!(done["result"]["items"], 1, "{done}");
+    let mut left: Vec<String> = ada
+        .items(json!({}))
+        .await
+        .iter()
+        .map(|i| i["title"].as_str().unwrap().to_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["Bookmarked", "Starred", "Unread"]);
+
+    // The deleted entry is still in the feed: it must not come back unread.
+    ada.refresh(&feed).await;
+    assert_eq!(ada.items(json!({})).await.len(), 3);
+    let member = ada
+        .raw(
+            "mutation { runPeriodicJob(name: \"feeds.retention\") { id } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(member.error_code(), Some("FORBIDDEN"));
+}

@@ -1,0 +1,199 @@
+//! A loopback feed publisher for the tests: serves whatever each path is
+//! set to (status, body, headers, a delay, gzip), answers conditional GETs
+//! with 304 the way real servers do, and counts the requests it saw.
+
+use std::{
+    collections::HashMap,
+    io::Write,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use axum::{
+    Router,
+    body::Body,
+    extract::{Request, State},
+    http::{HeaderMap, StatusCode, header},
+    response::Response,
+};
+
+#[derive(Clone, Debug)]
+pub struct Route {
+    pub status: u16,
+    pub body: Vec<u8>,
+    pub content_type: &'static str,
+    pub headers: Vec<(String, String)>,
+    /// Answer `If-None-Match` with 304 when it matches.
+    pub etag: Option<String>,
+    /// Send `ETag` again on a 304 (real servers may omit it).
+    pub etag_on_304: bool,
+    pub delay: Option<Duration>,
+    pub gzip: bool,
+}
+
+impl Route {
+    pub fn ok(content_type: &'static str, body: impl Into<Vec<u8>>) -> Self {
+        Route {
+            status: 200,
+            body: body.into(),
+            content_type,
+            headers: Vec::new(),
+            etag: None,
+            etag_on_304: true,
+            delay: None,
+            gzip: false,
+        }
+    }
+
+    pub fn rss(body: impl Into<Vec<u8>>) -> Self {
+        Route::ok("application/rss+xml", body)
+    }
+
+    pub fn status(status: u16) -> Self {
+        Route {
+            status,
+            ..Route::ok("text/plain", format!("status {status}"))
+        }
+    }
+
+    pub fn redirect(to: &str) -> Self {
+        Route::status(302).header("location", to)
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    routes: Mutex<HashMap<String, Route>>,
+    hits: Mutex<HashMap<String, usize>>,
+    last_headers: Mutex<HashMap<String, HeaderMap>>,
+}
+
+pub struct FeedServer {
+    pub addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+impl FeedServer {
+    pub async fn start() -> Self {
+        let shared = Arc::new(Shared::default());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = Router::new().fallback(serve).with_state(shared.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        FeedServer { addr, shared }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn set(&self, path: &str, route: Route) {
+        self.shared
+            .routes
+            .lock()
+            .unwrap()
+            .insert(path.to_owned(), route);
+    }
+
+    pub fn hits(&self, path: &str) -> usize {
+        self.shared
+            .hits
+            .lock()
+            .unwrap()
+            .get(path)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn total_hits(&self) -> usize {
+        self.shared.hits.lock().unwrap().values().sum()
+    }
+
+    /// A request header of the last request to `path`.
+    pub fn last_header(&self, path: &str, name: &str) -> Option<String> {
+        self.shared
+            .last_headers
+            .lock()
+            .unwrap()
+            .get(path)
+            .and_then(|headers| headers.get(name))
+            .map(|value| value.to_str().unwrap().to_owned())
+    }
+}
+
+async fn serve(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let path = request.uri().path().to_owned();
+    *shared.hits.lock().unwrap().entry(path.clone()).or_default() += 1;
+    shared
+        .last_headers
+        .lock()
+        .unwrap()
+        .insert(path.clone(), request.headers().clone());
+    let Some(route) = shared.routes.lock().unwrap().get(&path).cloned() else {
+        return Response::builder()
+            .status(StatusCode::NOT_FOUND)
+            .body(Body::from("no such feed"))
+            .unwrap();
+    };
+    if let Some(delay) = route.delay {
+        tokio::time::sleep(delay).await;
+    }
+    let mut response = Response::builder();
+    if let Some(etag) = &route.etag {
+        let matched = request
+            .headers()
+            .get(header::IF_NONE_MATCH)
+            .is_some_and(|value| value.to_str().unwrap_or_default() == etag);
+        if matched {
+            if route.etag_on_304 {
+                response = response.header(header::ETAG, etag);
+            }
+            return response
+                .status(StatusCode::NOT_MODIFIED)
+                .body(Body::empty())
+                .unwrap();
+        }
+        response = response.header(header::ETAG, etag);
+    }
+    for (name, value) in &route.headers {
+        response = response.header(name, value);
+    }
+    let body = if route.gzip {
+        response = response.header(header::CONTENT_ENCODING, "gzip");
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(&route.body).unwrap();
+        encoder.finish().unwrap()
+    } else {
+        route.body.clone()
+    };
+    response
+        .status(route.status)
+        .header(header::CONTENT_TYPE, route.content_type)
+        .body(Body::from(body))
+        .unwrap()
+}
+
+/// An RSS 2.0 document with `items` entries `(guid, title, description)`.
+pub fn rss2(title: &str, items: &[(&str, &str, &str)]) -> String {
+    let entries: String = items
+        .iter()
+        .enumerate()
+        .map(|(n, (guid, title, body))| {
+            format!(
+                "<item><guid>{guid}</guid><title>{title}</title><link>/posts/{guid}</link>\
+                 <description><![CDATA[{body}]]></description>\
+                 <pubDate>{:02} Nov 2026 10:00:00 GMT</pubDate></item>",
+                n + 1
+            )
+        })
+        .collect();
+    format!(
+        r#"<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>{title}</title><link>https://publisher.example/</link>{entries}</channel></rss>"#
+    )
+}
