@@ -194,11 +194,11 @@ pub struct Config {
     )]
     pub graphql_max_batch: usize,
 
-    /// Workers for `q:short`.
+    /// Workers for `q:short` (above TRELLIS_PULL_CONCURRENCY, so feed pulls leave room).
     #[arg(
         long,
         env = "TRELLIS_QUEUE_SHORT_CONCURRENCY",
-        default_value_t = 8,
+        default_value_t = 16,
         global = true
     )]
     pub queue_short_concurrency: usize,
