@@ -33,6 +33,13 @@ on_both_backends!(
     retention_deletes_only_old_read_items,
 );
 
+mod limits {
+    #[tokio::test]
+    async fn pulls_respect_the_global_and_per_host_limits() {
+        super::pulls_respect_the_global_and_per_host_limits().await
+    }
+}
+
 mod ssrf {
     #[tokio::test]
     async fn private_targets_are_refused_and_never_fetched() {
@@ -1261,4 +1268,59 @@ async fn retention_deletes_only_old_read_items(backend: Backend) {
         )
         .await;
     assert_eq!(member.error_code(), Some("FORBIDDEN"));
+}
+
+/// Twelve slow feeds on four hosts, pulled at once: never more than
+/// `TRELLIS_PULL_CONCURRENCY` (3) requests in flight, never more than 2 to
+/// one host — and the limits are reached, so they are what paces the run.
+async fn pulls_respect_the_global_and_per_host_limits() {
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        AppOptions::default()
+            .env("TRELLIS_ALLOW_PRIVATE_FEEDS", "true")
+            .env("TRELLIS_PULL_CONCURRENCY", "3"),
+    )
+    .await;
+    let server = FeedServer::start_on_hosts(4).await;
+    let ada = Reader::new(&app, "ada").await;
+    let mut feeds = Vec::new();
+    for n in 0..12 {
+        let path = format!("/slow-{n}.xml");
+        server.set(
+            &path,
+            Route {
+                delay: Some(Duration::from_millis(300)),
+                ..Route::rss(rss2("Slow", &[("s", "S", "s")]))
+            },
+        );
+        feeds.push(json!({ "link": server.url_on(n % 4, &path), "suspended": true }));
+    }
+    ada.data(
+        "mutation($i: [CreateFeedInput!]!) { createFeeds(input: $i) { id } }",
+        json!({ "i": feeds }),
+    )
+    .await;
+    // Suspended feeds are left alone by the scheduler; manual refreshes are not.
+    let ids: Vec<Value> = ada.data("{ feeds { id } }", json!({})).await["feeds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|feed| feed["id"].clone())
+        .collect();
+    let mut tasks = Vec::new();
+    for id in &ids {
+        let task = ada
+            .data(
+                "mutation($id: ID!) { refreshFeed(id: $id) { id } }",
+                json!({ "id": id }),
+            )
+            .await;
+        tasks.push(task["refreshFeed"]["id"].as_str().unwrap().to_owned());
+    }
+    for task in &tasks {
+        assert_eq!(ada.wait(task).await["status"], "SUCCEEDED");
+    }
+    let (total, per_host) = server.max_in_flight();
+    assert_eq!(total, 3, "global limit: at most 3 at once, and reached");
+    assert!(per_host <= 2, "per-host limit: {per_host} at once");
 }

@@ -72,25 +72,62 @@ struct Shared {
     routes: Mutex<HashMap<String, Route>>,
     hits: Mutex<HashMap<String, usize>>,
     last_headers: Mutex<HashMap<String, HeaderMap>>,
+    /// Requests being answered now, and the most ever at once: in all, and per host.
+    in_flight: Mutex<InFlight>,
+}
+
+#[derive(Default)]
+struct InFlight {
+    now: usize,
+    max: usize,
+    per_host: HashMap<String, (usize, usize)>,
 }
 
 pub struct FeedServer {
     pub addr: SocketAddr,
+    /// Every address this publisher answers on (`addr` first).
+    pub addrs: Vec<SocketAddr>,
     shared: Arc<Shared>,
 }
 
 impl FeedServer {
     pub async fn start() -> Self {
+        FeedServer::start_on_hosts(1).await
+    }
+
+    /// One publisher answering on 127.0.0.1 … 127.0.0.`hosts` (all loopback).
+    pub async fn start_on_hosts(hosts: u8) -> Self {
         let shared = Arc::new(Shared::default());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let app = Router::new().fallback(serve).with_state(shared.clone());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        FeedServer { addr, shared }
+        let mut addrs = Vec::new();
+        for host in 1..=hosts {
+            let listener = tokio::net::TcpListener::bind((format!("127.0.0.{host}"), 0))
+                .await
+                .unwrap();
+            addrs.push(listener.local_addr().unwrap());
+            let app = Router::new().fallback(serve).with_state(shared.clone());
+            tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        }
+        FeedServer {
+            addr: addrs[0],
+            addrs,
+            shared,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
+    }
+
+    /// `path` on the `host`-th address.
+    pub fn url_on(&self, host: usize, path: &str) -> String {
+        format!("http://{}{path}", self.addrs[host])
+    }
+
+    /// The most requests answered at once: in all, and to the busiest host.
+    pub fn max_in_flight(&self) -> (usize, usize) {
+        let in_flight = self.shared.in_flight.lock().unwrap();
+        let per_host = in_flight.per_host.values().map(|(_, max)| *max).max();
+        (in_flight.max, per_host.unwrap_or(0))
     }
 
     pub fn set(&self, path: &str, route: Route) {
@@ -142,7 +179,15 @@ async fn serve(State(shared): State<Arc<Shared>>, request: Request) -> Response 
             .unwrap();
     };
     if let Some(delay) = route.delay {
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        track(&shared, &host, true);
         tokio::time::sleep(delay).await;
+        track(&shared, &host, false);
     }
     let mut response = Response::builder();
     if let Some(etag) = &route.etag {
@@ -177,6 +222,23 @@ async fn serve(State(shared): State<Arc<Shared>>, request: Request) -> Response 
         .header(header::CONTENT_TYPE, route.content_type)
         .body(Body::from(body))
         .unwrap()
+}
+
+fn track(shared: &Shared, host: &str, start: bool) {
+    let mut in_flight = shared.in_flight.lock().unwrap();
+    let entry = in_flight.per_host.entry(host.to_owned()).or_default();
+    if start {
+        entry.0 += 1;
+        entry.1 = entry.1.max(entry.0);
+    } else {
+        entry.0 -= 1;
+    }
+    if start {
+        in_flight.now += 1;
+        in_flight.max = in_flight.max.max(in_flight.now);
+    } else {
+        in_flight.now -= 1;
+    }
 }
 
 /// An RSS 2.0 document with `items` entries `(guid, title, description)`.
