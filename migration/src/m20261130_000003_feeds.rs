@@ -327,12 +327,13 @@ const SQLITE_FTS: [&str; 4] = [
      END",
 ];
 
-/// A generated `tsvector` (markup stripped; title weighted A, content B)
-/// and its GIN index.
+/// A generated `tsvector` (markup stripped; title weighted A, content B;
+/// only the first 200,000 characters of content, so no item can exceed
+/// the 1 MB tsvector limit) and its GIN index.
 const POSTGRES_FTS: [&str; 2] = [
     "ALTER TABLE items ADD COLUMN search tsvector GENERATED ALWAYS AS (
         setweight(to_tsvector('simple', coalesce(title, '')), 'A') ||
-        setweight(to_tsvector('simple', regexp_replace(coalesce(content, ''), '<[^>]*>', ' ', 'g')), 'B')
+        setweight(to_tsvector('simple', regexp_replace(left(coalesce(content, ''), 200000), '<[^>]*>', ' ', 'g')), 'B')
      ) STORED",
     "CREATE INDEX idx_items_search ON items USING GIN (search)",
 ];

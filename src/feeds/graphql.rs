@@ -216,14 +216,19 @@ impl Item {
     async fn title(&self) -> &str {
         &self.0.title
     }
-    /// Sanitized HTML with absolute links, safe to render.
-    async fn content(&self) -> String {
-        let base = self
-            .0
-            .link
-            .as_deref()
-            .and_then(|link| Url::parse(link).ok());
-        sanitize_html(&self.0.content, base.as_ref())
+    /// Sanitized HTML with absolute links (against the item's link, else
+    /// the feed's URL), safe to render.
+    async fn content(&self, ctx: &Context<'_>) -> async_graphql::Result<String> {
+        let base = match &self.0.link {
+            Some(link) => Some(link.clone()),
+            None => loaders(ctx)?
+                .feeds
+                .load_one(self.0.feed_id)
+                .await?
+                .map(|feed| feed.link),
+        };
+        let base = base.and_then(|link| Url::parse(&link).ok());
+        Ok(sanitize_html(&self.0.content, base.as_ref()))
     }
     /// The content exactly as published (unsanitized: never render it as HTML).
     async fn raw_content(&self) -> &str {

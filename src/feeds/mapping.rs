@@ -34,32 +34,64 @@ fn non_blank(value: &Option<String>) -> Option<&str> {
 }
 
 /// Resolves `link` against `base` (the feed's link); absolute links pass
-/// through, unresolvable ones are dropped.
+/// through. Only http(s) links are kept: a feed must not be able to plant a
+/// `javascript:` or `data:` link in the reader.
 pub fn absolute_link(link: &str, base: Option<&Url>) -> Option<String> {
-    match Url::parse(link) {
-        Ok(url) => Some(url.to_string()),
-        Err(url::ParseError::RelativeUrlWithoutBase) => {
-            base?.join(link).ok().map(|url| url.to_string())
+    let url = match Url::parse(link) {
+        Ok(url) => url,
+        Err(url::ParseError::RelativeUrlWithoutBase) => base?.join(link).ok()?,
+        Err(_) => return None,
+    };
+    matches!(url.scheme(), "http" | "https").then(|| url.to_string())
+}
+
+/// The longest guid stored as is; longer ones are stored as their hash (an
+/// index entry has a size limit, and no real guid is this long).
+pub const MAX_GUID_BYTES: usize = 512;
+/// Content beyond this many bytes is cut (at a character boundary).
+pub const MAX_CONTENT_BYTES: usize = 1 << 20;
+
+/// Text as a database accepts it: no NUL characters (PostgreSQL refuses
+/// them in text), at most `max` bytes.
+fn storable(text: &str, max: usize) -> String {
+    let mut text = text.replace('\0', "");
+    if text.len() > max {
+        let mut cut = max;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
         }
-        Err(_) => None,
+        text.truncate(cut);
     }
+    text
 }
 
 /// Maps an entry: guid → link → `generated:sha256(title, content, date)`;
 /// content → summary; published → updated → `now`.
 pub fn map_entry(entry: &RawEntry, feed_link: Option<&Url>, now: DateTime<Utc>) -> MappedItem {
-    let link = non_blank(&entry.link).and_then(|link| absolute_link(link, feed_link));
-    let title = non_blank(&entry.title).unwrap_or_default().to_owned();
-    let content = non_blank(&entry.content)
-        .or_else(|| non_blank(&entry.summary))
-        .unwrap_or_default()
-        .to_owned();
+    let link = non_blank(&entry.link)
+        .and_then(|link| absolute_link(link, feed_link))
+        .map(|link| storable(&link, MAX_CONTENT_BYTES));
+    let title = storable(
+        non_blank(&entry.title).unwrap_or_default(),
+        MAX_CONTENT_BYTES,
+    );
+    let content = storable(
+        non_blank(&entry.content)
+            .or_else(|| non_blank(&entry.summary))
+            .unwrap_or_default(),
+        MAX_CONTENT_BYTES,
+    );
     let dated = entry.published.or(entry.updated);
     let pub_date = dated.unwrap_or(now);
     let guid = non_blank(&entry.guid)
-        .map(str::to_owned)
+        .map(|guid| guid.replace('\0', ""))
         .or_else(|| link.clone())
         .unwrap_or_else(|| generated_guid(&title, &content, dated));
+    let guid = if guid.len() > MAX_GUID_BYTES {
+        format!("sha256:{}", crate::digest::sha256_hex(&[&guid]))
+    } else {
+        guid
+    };
     MappedItem {
         guid,
         link,
@@ -82,6 +114,31 @@ fn generated_guid(title: &str, content: &str, date: Option<DateTime<Utc>>) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hostile_entries_are_made_storable() {
+        let entry = RawEntry {
+            guid: Some("x".repeat(5000)),
+            link: Some("javascript:alert(1)".into()),
+            title: Some("nul\0here".into()),
+            content: Some("é".repeat(MAX_CONTENT_BYTES)),
+            ..Default::default()
+        };
+        let item = map_entry(&entry, None, now());
+        assert!(
+            item.guid.starts_with("sha256:") && item.guid.len() < 100,
+            "{}",
+            item.guid
+        );
+        assert_eq!(item.link, None, "only http(s) links are kept");
+        assert_eq!(item.title, "nulhere");
+        assert!(item.content.len() <= MAX_CONTENT_BYTES);
+        assert!(
+            item.content.chars().all(|c| c == 'é'),
+            "cut at a character boundary"
+        );
+        assert_eq!(absolute_link("data:text/html,hi", Some(&base())), None);
+    }
 
     fn now() -> DateTime<Utc> {
         "2026-11-30T12:00:00Z".parse().unwrap()

@@ -17,8 +17,13 @@ pub struct OpmlFeed {
     pub group: Option<String>,
 }
 
+/// An import creates at most this many feeds.
+pub const MAX_FEEDS: usize = 5000;
+
 #[derive(Debug, thiserror::Error)]
 pub enum OpmlError {
+    #[error("the OPML document lists more than {MAX_FEEDS} feeds")]
+    TooMany,
     #[error("not a valid OPML document: {0}")]
     Invalid(String),
     #[error("the OPML document lists no feeds")]
@@ -33,6 +38,9 @@ pub fn parse(text: &str) -> Result<Vec<OpmlFeed>, OpmlError> {
     }
     if feeds.is_empty() {
         return Err(OpmlError::Empty);
+    }
+    if feeds.len() > MAX_FEEDS {
+        return Err(OpmlError::TooMany);
     }
     Ok(feeds)
 }

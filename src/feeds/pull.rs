@@ -132,8 +132,9 @@ impl Puller {
             return Ok(report(PullOutcome::Skipped, 0, None));
         }
         let observation = {
-            let _slot = self.slots.clone().acquire_owned().await;
+            // The host's turn first: a slot is never held while waiting on a busy host.
             let _host = self.hosts.acquire(&host_of(&feed.link)).await;
+            let _slot = self.slots.clone().acquire_owned().await;
             self.fetch(&feed, &state).await
         };
         let now = Utc::now();
@@ -141,6 +142,39 @@ impl Puller {
             feed.refresh_interval_seconds.map(|s| s.max(1) as u32),
             self.settings.interval,
         );
+        match self.record(&feed, &state, observation, interval, now).await {
+            Ok(report) => Ok(report),
+            Err(error) => {
+                // What the feed sent could not be stored (the database refused
+                // it): record that as the feed's failure, so it backs off and
+                // says why, instead of retrying at once forever.
+                tracing::warn!(feed_id, error = %error, "storing a pulled feed failed");
+                let failure = Observation::Failure {
+                    status: None,
+                    retry_after: None,
+                    error: "the feed's items could not be stored (see the server log)".into(),
+                };
+                self.record(&feed, &state, failure, interval, now).await
+            }
+        }
+    }
+
+    /// Records one pull's outcome in one write transaction.
+    async fn record(
+        &self,
+        feed: &feed::Model,
+        state: &feed_fetch_state::Model,
+        observation: Observation,
+        interval: Duration,
+        now: DateTime<Utc>,
+    ) -> AppResult<PullReport> {
+        let feed_id = feed.id;
+        let report = |outcome, new_items, error| PullReport {
+            feed_id,
+            outcome,
+            new_items,
+            error,
+        };
         let txn = crate::db::begin_write(&self.db).await?;
         let result = match observation {
             Observation::Success {
@@ -169,10 +203,9 @@ impl Puller {
                     .into_iter()
                     .filter(|item| horizon.is_none_or(|horizon| item.pub_date >= horizon))
                     .collect();
-                let new_items = store::upsert_items(&txn, &feed, &items, now).await?;
-                let update =
-                    success_update(&state, status, &headers, interval, &self.settings, now);
-                store::record_success(&txn, &feed, update, parsed.as_deref(), new_items).await?;
+                let new_items = store::upsert_items(&txn, feed, &items, now).await?;
+                let update = success_update(state, status, &headers, interval, &self.settings, now);
+                store::record_success(&txn, feed, update, parsed.as_deref(), new_items).await?;
                 let outcome = if parsed.is_some() {
                     PullOutcome::Updated
                 } else {
@@ -187,7 +220,7 @@ impl Puller {
             } => {
                 store::record_failure(
                     &txn,
-                    &feed,
+                    feed,
                     store::Failure {
                         status: status.map(|s| s.as_u16() as i32),
                         retry_after,
@@ -244,8 +277,11 @@ impl Puller {
             },
             status => Observation::Failure {
                 status: Some(status),
-                retry_after: header_str(&headers, header::RETRY_AFTER)
-                    .and_then(|value| pullpolicy::parse_retry_after(value, Utc::now())),
+                retry_after: pullpolicy::retry_after_hold(
+                    header_str(&headers, header::RETRY_AFTER),
+                    Utc::now(),
+                    self.settings.max_backoff,
+                ),
                 error: match status.canonical_reason() {
                     Some(reason) => format!("HTTP {} {reason}", status.as_u16()),
                     None => format!("HTTP {}", status.as_u16()),
@@ -305,8 +341,11 @@ pub(super) fn success_update(
     };
     let expires_header = expires_at.map(|at| at.to_rfc2822());
     let freshness = pullpolicy::freshness(cache_control.as_deref(), expires_header.as_deref(), now);
-    let retry_after = header_str(headers, header::RETRY_AFTER)
-        .and_then(|value| pullpolicy::parse_retry_after(value, now));
+    let retry_after = pullpolicy::retry_after_hold(
+        header_str(headers, header::RETRY_AFTER),
+        now,
+        settings.max_backoff,
+    );
     store::SuccessState {
         etag,
         last_modified,

@@ -164,12 +164,56 @@ pub fn next_check_after_failure(
 }
 
 fn at(now: DateTime<Utc>, delay: Duration) -> DateTime<Utc> {
-    now + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX)
+    after(now, delay)
+}
+
+/// `now + delay`, saturating instead of overflowing (a publisher controls
+/// `Retry-After`).
+pub fn after(now: DateTime<Utc>, delay: Duration) -> DateTime<Utc> {
+    chrono::Duration::from_std(delay)
+        .ok()
+        .and_then(|delay| now.checked_add_signed(delay))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+/// The `Retry-After` hold a response asks for, capped at `max_backoff` like
+/// every other delay, so no publisher can park a feed beyond the cap.
+pub fn retry_after_hold(
+    value: Option<&str>,
+    now: DateTime<Utc>,
+    max_backoff: Duration,
+) -> Option<Duration> {
+    value
+        .and_then(|value| parse_retry_after(value, now))
+        .map(|delay| delay.min(max_backoff))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hostile_retry_after_is_capped_and_never_overflows() {
+        let now: DateTime<Utc> = "2026-11-30T12:00:00Z".parse().unwrap();
+        let max = Duration::from_secs(172_800);
+        assert_eq!(
+            retry_after_hold(Some("100000000000000"), now, max),
+            Some(max)
+        );
+        assert_eq!(
+            retry_after_hold(Some("Fri, 31 Dec 9999 23:59:59 GMT"), now, max),
+            Some(max)
+        );
+        assert_eq!(
+            retry_after_hold(Some("120"), now, max),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(retry_after_hold(Some("soon"), now, max), None);
+        assert_eq!(
+            after(now, Duration::from_secs(u64::MAX)),
+            DateTime::<Utc>::MAX_UTC
+        );
+    }
 
     const HOUR: Duration = Duration::from_secs(3600);
     const MAX: Duration = Duration::from_secs(172_800);

@@ -42,12 +42,15 @@ pub async fn run(jobs: Jobs, settings: PullSettings, mut stop: watch::Receiver<b
             Ok(claimed) if !claimed.is_empty() => {
                 let tasks = claimed
                     .iter()
-                    .map(|(feed_id, _)| {
-                        NewTask::new(
+                    .map(|(feed_id, user_id)| {
+                        let mut task = NewTask::new(
                             PULL_KIND,
                             Queue::Short,
                             json!({ "feedId": feed_id, "mode": "scheduled" }),
-                        )
+                        );
+                        // The feed's owner: its events reach nobody else.
+                        task.owner_id = Some(*user_id);
+                        task
                     })
                     .collect();
                 if let Err(error) = jobs.enqueue_batch(tasks).await {

@@ -9,7 +9,7 @@ use entity::{bookmark, feed, feed_fetch_state, feed_group, feed_settings, item};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
     IntoActiveModel, QueryFilter, QueryOrder, Select, Set, SqlErr,
-    sea_query::{Expr, Query},
+    sea_query::{Expr, OnConflict, Query},
 };
 use serde::Serialize;
 use serde_json::json;
@@ -684,7 +684,7 @@ impl FeedsService {
         };
         feed_settings::Entity::insert(model)
             .on_conflict(
-                sea_orm::sea_query::OnConflict::column(feed_settings::Column::UserId)
+                OnConflict::column(feed_settings::Column::UserId)
                     .update_columns([
                         feed_settings::Column::RetentionDays,
                         feed_settings::Column::UnreadOnly,
@@ -740,18 +740,18 @@ async fn default_group_in(db: &impl ConnectionTrait, user: Uuid) -> AppResult<fe
     if let Some(group) = find().one(db).await? {
         return Ok(group);
     }
-    let now = Utc::now();
-    let inserted = new_group(user, DEFAULT_GROUP_NAME.to_owned(), true, now)
-        .insert(db)
-        .await;
-    match inserted {
-        Ok(group) => Ok(group),
-        // A concurrent request created it first.
-        Err(error) if matches!(error.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
-            find().one(db).await?.ok_or(AppError::NotFound("group"))
-        }
-        Err(error) => Err(error.into()),
-    }
+    // A concurrent request may create it first: no error (which would
+    // abort a PostgreSQL transaction), then read whichever row won.
+    feed_group::Entity::insert(new_group(
+        user,
+        DEFAULT_GROUP_NAME.to_owned(),
+        true,
+        Utc::now(),
+    ))
+    .on_conflict(OnConflict::new().do_nothing().to_owned())
+    .exec_without_returning(db)
+    .await?;
+    find().one(db).await?.ok_or(AppError::NotFound("group"))
 }
 
 /// A group's feed ids (for `feed_id IN (…)`), the user's only.

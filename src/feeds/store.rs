@@ -10,7 +10,7 @@ use entity::{feed, feed_fetch_state, item};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, Order,
     QueryFilter, QueryOrder, QuerySelect, Set,
-    sea_query::{Alias, Expr, ExprTrait, NullOrdering, OnConflict},
+    sea_query::{Alias, Expr, ExprTrait, NullOrdering, OnConflict, SimpleExpr},
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -245,7 +245,7 @@ pub async fn record_failure(
     let error: String = failure.error.chars().take(1000).collect();
     let retry_after_until = failure
         .retry_after
-        .map(|d| now + chrono::Duration::from_std(d).unwrap_or_default());
+        .map(|delay| pullpolicy::after(now, delay));
     let updated = feed_fetch_state::Entity::update_many()
         .col_expr(
             feed_fetch_state::Column::ConsecutiveFailures,
@@ -345,8 +345,8 @@ pub async fn claim_due_feeds(
         .await?)
 }
 
-/// Fetch states of non-suspended feeds, earliest `next_check_at` first
-/// (unset, meaning due now, before any date on both backends).
+/// Fetch states of non-suspended feeds, earliest due first (an unset
+/// `next_check_at`, meaning due now, before any date on both backends).
 fn by_due_time() -> sea_orm::Select<feed_fetch_state::Entity> {
     feed_fetch_state::Entity::find()
         .filter(
@@ -358,11 +358,16 @@ fn by_due_time() -> sea_orm::Select<feed_fetch_state::Entity> {
                     .to_owned(),
             ),
         )
-        .order_by_with_nulls(
-            feed_fetch_state::Column::NextCheckAt,
-            Order::Asc,
-            NullOrdering::First,
-        )
+        .order_by_with_nulls(due_time(), Order::Asc, NullOrdering::First)
+}
+
+/// `max(next_check_at, retry_after_until)` per feed: when it is next due.
+fn due_time() -> SimpleExpr {
+    let next = Expr::col(feed_fetch_state::Column::NextCheckAt);
+    let hold = Expr::col(feed_fetch_state::Column::RetryAfterUntil);
+    Expr::case(hold.clone().gt(next.clone()), hold)
+        .finally(next)
+        .into()
 }
 
 fn due(now: DateTime<Utc>) -> sea_orm::Condition {

@@ -97,7 +97,7 @@ fn v4_class(ip: Ipv4Addr) -> Option<&'static str> {
         _ if ip.is_link_local() => "a link-local",
         _ if ip.is_multicast() => "a multicast",
         _ if ip.is_broadcast() || a >= 240 => "a reserved",
-        (192, 0, 0) | (198, 18..=19, _) => "a reserved",
+        (192, 0, 0) | (198, 18..=19, _) | (192, 88, 99) => "a reserved",
         (192, 0, 2) | (198, 51, 100) | (203, 0, 113) => "a documentation",
         _ => return None,
     })
@@ -116,18 +116,25 @@ fn v6_class(ip: Ipv6Addr) -> Option<&'static str> {
         s if s & 0xffc0 == 0xfe80 => "a link-local",
         s if s & 0xffc0 == 0xfec0 => "a site-local",
         s if s & 0xff00 == 0xff00 => "a multicast",
+        // Teredo tunnels reach IPv4 hosts by an obfuscated address.
+        0x2001 if segments[1] == 0 => "a Teredo",
+        // Local-use NAT64 (RFC 8215): a translator inside some network.
+        0x64 if segments[1] == 0xff9b && segments[2] == 1 => "a local NAT64",
         0x2001 if segments[1] == 0x0db8 => "a documentation",
         _ => return None,
     })
 }
 
 /// The IPv4 address inside an IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible
-/// (`::a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`) or 6to4 (`2002:ab:cd::`) address.
+/// (`::a.b.c.d`), IPv4-translated (`::ffff:0:a.b.c.d`), NAT64
+/// (`64:ff9b::a.b.c.d`) or 6to4 (`2002:ab:cd::`) address.
 fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = ip.segments();
     let tail = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
     match s {
         [0, 0, 0, 0, 0, 0xffff, _, _] => Some(tail),
+        // IPv4-translated (SIIT).
+        [0, 0, 0, 0, 0xffff, 0, _, _] => Some(tail),
         // `::` and `::1` are IPv6's own unspecified and loopback.
         [0, 0, 0, 0, 0, 0, _, _] if !ip.is_unspecified() && !ip.is_loopback() => Some(tail),
         [0x64, 0xff9b, 0, 0, 0, 0, _, _] => Some(tail),
@@ -205,6 +212,10 @@ mod tests {
             "64:ff9b::7f00:1",
             "2002:7f00:0001::1",
             "2001:db8::1",
+            "::ffff:0:7f00:1",
+            "64:ff9b:1::a00:1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "192.88.99.1",
         ] {
             assert!(blocked(address), "{address} should be blocked");
         }

@@ -3,6 +3,7 @@
 //! expired leases, and the periodic-job scheduler.
 
 use std::{
+    panic::AssertUnwindSafe,
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
@@ -12,6 +13,7 @@ use std::{
 
 use chrono::Utc;
 use entity::task;
+use futures_util::FutureExt;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
     Statement, TransactionTrait,
@@ -176,7 +178,18 @@ async fn execute(
         cancel.clone(),
     ));
 
-    let outcome = run_stages(&jobs, &task, &lost, &cancel, &stop).await;
+    // A panicking handler must not leave the heartbeat renewing the lease
+    // of a task nobody runs: it counts as a failed attempt.
+    let outcome = match AssertUnwindSafe(run_stages(&jobs, &task, &lost, &cancel, &stop))
+        .catch_unwind()
+        .await
+    {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            tracing::error!(task_id = %task.id, kind = %task.kind, "a task handler panicked");
+            End::Outcome(settings.after_failed_attempt(&task, "the task's handler panicked".into()))
+        }
+    };
     heartbeat.abort();
 
     let finished = match outcome {

@@ -31,6 +31,7 @@ on_both_backends!(
     opml_round_trip,
     discovery_finds_linked_feeds,
     retention_deletes_only_old_read_items,
+    hostile_publishers_cannot_break_the_worker,
 );
 
 mod limits {
@@ -924,6 +925,17 @@ async fn scheduler_pulls_new_feeds_and_subscribers_hear_it(backend: Backend) {
         1,
         "pulled once, then scheduled 30 min out"
     );
+    // The scheduled pull is the feed owner's task, nobody else's.
+    let query = r#"{ tasks(filter: { kind: "feeds.pull" }) { edges { node { status } } } }"#;
+    let mine = ada.data(query, json!({})).await;
+    assert_eq!(
+        mine["tasks"]["edges"].as_array().unwrap().len(),
+        1,
+        "{mine}"
+    );
+    let bob = Reader::new(&app, "bob").await;
+    let theirs = bob.data(query, json!({})).await;
+    assert_eq!(theirs["tasks"]["edges"], json!([]));
 }
 
 async fn settings_round_trip(backend: Backend) {
@@ -1323,4 +1335,57 @@ async fn pulls_respect_the_global_and_per_host_limits() {
     let (total, per_host) = server.max_in_flight();
     assert_eq!(total, 3, "global limit: at most 3 at once, and reached");
     assert!(per_host <= 2, "per-host limit: {per_host} at once");
+}
+
+async fn hostile_publishers_cannot_break_the_worker(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+
+    // A Retry-After far beyond any sane hold is capped like every delay.
+    server.set(
+        "/forever.xml",
+        Route::status(429).header("retry-after", "100000000000000"),
+    );
+    let forever = ada.follow(&server.url("/forever.xml")).await;
+    assert_eq!(ada.refresh(&forever).await["status"], "FAILED");
+    let state = ada.feed(&forever).await["fetchState"].clone();
+    assert_eq!(
+        seconds_between(&state["lastCheckedAt"], &state["retryAfterUntil"]),
+        172_800
+    );
+    assert_eq!(
+        seconds_between(&state["lastCheckedAt"], &state["nextCheckAt"]),
+        172_800
+    );
+
+    // NUL characters, an absurd guid and a javascript: link are stored safely.
+    let json_feed = json!({
+        "version": "https://jsonfeed.org/version/1.1",
+        "title": "Hostile",
+        "items": [{
+            "id": "g".repeat(3000),
+            "title": "nul\u{0}title",
+            "content_html": "a\u{0}b",
+            "url": "javascript:alert(1)",
+            "date_published": "2026-11-20T10:00:00Z"
+        }]
+    })
+    .to_string();
+    let feed = ada
+        .pull_new(
+            &server,
+            "/hostile.json",
+            Route::ok("application/feed+json", json_feed),
+        )
+        .await;
+    let items = ada.items(json!({ "feedId": feed })).await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert!(items[0]["guid"].as_str().unwrap().starts_with("sha256:"));
+    assert_eq!(items[0]["title"], "nultitle");
+    assert_eq!(items[0]["rawContent"], "ab");
+    assert_eq!(items[0]["link"], Value::Null);
+    // The same document again is the same item.
+    ada.refresh(&feed).await;
+    assert_eq!(ada.items(json!({ "feedId": feed })).await.len(), 1);
 }
