@@ -13,7 +13,7 @@ use axum::{
     http::{HeaderValue, Method, StatusCode, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
-    routing::get,
+    routing::{get, post},
 };
 use metrics_exporter_prometheus::PrometheusHandle;
 use sea_orm::DatabaseConnection;
@@ -152,6 +152,8 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/graphql/ws", get(graphql::http::graphql_ws))
         .route("/tasks/{id}", get(jobs::http::get_task))
+        .route("/fever", post(feeds::fever::fever))
+        .route("/fever/", post(feeds::fever::fever))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

@@ -12,6 +12,7 @@ pub mod item;
 pub mod outbox_event;
 pub mod periodic_run;
 pub mod probe_effect;
+pub mod reader_credential;
 pub mod refresh_token;
 pub mod session;
 pub mod task;

@@ -12,6 +12,7 @@ pub use sea_orm_migration::prelude::*;
 mod m20261130_000001_users_and_sessions;
 mod m20261130_000002_jobs;
 mod m20261130_000003_feeds;
+mod m20261130_000004_reader_credentials;
 
 pub struct Migrator;
 
@@ -22,6 +23,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000001_users_and_sessions::Migration),
             Box::new(m20261130_000002_jobs::Migration),
             Box::new(m20261130_000003_feeds::Migration),
+            Box::new(m20261130_000004_reader_credentials::Migration),
         ]
     }
 }

@@ -38,6 +38,15 @@ pub fn hash(password: &str) -> anyhow::Result<String> {
         .map_err(|error| anyhow::anyhow!("hashing password: {error}"))
 }
 
+/// [`hash`] off the async runtime (argon2 takes tens of milliseconds).
+pub async fn hash_blocking(password: secrecy::SecretString) -> AppResult<String> {
+    use secrecy::ExposeSecret;
+    tokio::task::spawn_blocking(move || hash(password.expose_secret()))
+        .await
+        .map_err(AppError::internal)?
+        .map_err(AppError::internal)
+}
+
 /// True when `password` matches the stored PHC string. A malformed stored
 /// hash never matches.
 pub fn verify(password: &str, stored: &str) -> bool {

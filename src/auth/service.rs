@@ -262,7 +262,7 @@ impl AuthService {
     ) -> AppResult<user::Model> {
         let username = normalize_username("username", username)?;
         password::validate_new("password", password.expose_secret())?;
-        let hash = hash_blocking(password).await?;
+        let hash = password::hash_blocking(password).await?;
         let now = Utc::now();
         let inserted = user::ActiveModel {
             id: Set(Uuid::now_v7()),
@@ -319,7 +319,7 @@ impl AuthService {
                 "current password is wrong",
             ));
         }
-        let hash = hash_blocking(new).await?;
+        let hash = password::hash_blocking(new).await?;
         let now = Utc::now();
         let txn = self.db.begin().await?;
         user::Entity::update_many()
@@ -415,13 +415,6 @@ fn viewer(user: user::Model, session_id: Uuid) -> Viewer {
         role: user.role,
         session_id,
     }
-}
-
-async fn hash_blocking(password: SecretString) -> AppResult<String> {
-    tokio::task::spawn_blocking(move || password::hash(password.expose_secret()))
-        .await
-        .map_err(AppError::internal)?
-        .map_err(AppError::internal)
 }
 
 /// Reads a named instance secret, creating it on first use. Concurrent

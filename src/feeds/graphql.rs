@@ -18,6 +18,7 @@ use url::Url;
 use super::{
     FEED_UPDATED, IMPORT_KIND, PULL_KIND, REFRESH_ALL_KIND, REFRESH_INTERVALS, discover, opml,
     pull::PullMode,
+    reader_auth,
     sanitize::sanitize_html,
     search,
     service::{
@@ -594,6 +595,12 @@ impl FeedsQuery {
         Ok(feeds(ctx)?.export_opml(viewer.user_id).await?)
     }
 
+    /// Whether you have set a password for mobile reader apps (Fever API at `/fever/`).
+    async fn reader_api_enabled(&self, ctx: &Context<'_>) -> async_graphql::Result<bool> {
+        let viewer = ctx.viewer()?;
+        Ok(reader_auth::enabled(&ctx.services()?.db, viewer.user_id).await?)
+    }
+
     /// The values `refreshIntervalSeconds` may take.
     async fn refresh_interval_options(&self) -> Vec<i32> {
         REFRESH_INTERVALS.to_vec()
@@ -877,6 +884,25 @@ impl FeedsMutation {
         task.owner_id = Some(viewer.user_id);
         task.idempotency_key = idempotency_key;
         Ok(Task::from(&services.jobs.enqueue(task).await?.task))
+    }
+
+    /// Sets the password mobile reader apps sign in with (Fever: your
+    /// username and this password). Never your account password: the
+    /// Fever protocol sends `md5(username:password)` with every request.
+    async fn set_reader_password(
+        &self,
+        ctx: &Context<'_>,
+        password: String,
+    ) -> async_graphql::Result<bool> {
+        let viewer = ctx.viewer()?;
+        reader_auth::set_password(&ctx.services()?.db, viewer, password.into()).await?;
+        Ok(true)
+    }
+
+    /// Turns the reader APIs off for you; returns whether they were on.
+    async fn clear_reader_password(&self, ctx: &Context<'_>) -> async_graphql::Result<bool> {
+        let viewer = ctx.viewer()?;
+        Ok(reader_auth::clear(&ctx.services()?.db, viewer).await?)
     }
 
     /// Pulls one feed now (bypassing its schedule). Returns the task at once.

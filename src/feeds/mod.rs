@@ -10,14 +10,17 @@
 //! - [`retention`]: the optional hourly clean-up of old read items.
 //! - [`sanitize`]: item HTML as it is served; [`discover`] finds feeds a
 //!   page links to; [`opml`] reads and writes subscription lists.
+//! - Mobile apps: [`fever`] (the Fever API) with [`reader_auth`] (their password).
 
 pub mod discover;
+pub mod fever;
 pub mod graphql;
 pub mod mapping;
 pub mod opml;
 pub mod parse;
 pub mod pull;
 pub mod pullpolicy;
+pub mod reader_auth;
 pub mod retention;
 pub mod sanitize;
 pub mod scheduler;

@@ -32,6 +32,7 @@ on_both_backends!(
     discovery_finds_linked_feeds,
     retention_deletes_only_old_read_items,
     hostile_publishers_cannot_break_the_worker,
+    fever_api_serves_and_marks_the_users_items,
 );
 
 mod limits {
@@ -1388,4 +1389,184 @@ async fn hostile_publishers_cannot_break_the_worker(backend: Backend) {
     // The same document again is the same item.
     ada.refresh(&feed).await;
     assert_eq!(ada.items(json!({ "feedId": feed })).await.len(), 1);
+}
+
+/// POSTs to the Fever endpoint: `flags` in the query string (after `api`),
+/// `form` as the urlencoded body.
+async fn fever(app: &TestApp, flags: &str, form: &[(&str, &str)]) -> Value {
+    let body = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(form)
+        .finish();
+    let response = app
+        .client
+        .post(app.url(&format!("/fever/?api&{flags}")))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+async fn fever_api_serves_and_marks_the_users_items(backend: Backend) {
+    // md5("ada:fever-pass-123") and md5("bob:bob-fever-pass"), computed independently.
+    const ADA_KEY: &str = "6d0a61d0f861fd498fcb095142f30b5e";
+    const BOB_KEY: &str = "d9ec1bad9ea1b8a951a7b554554f2c5c";
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+    let feed = ada
+        .pull_new(
+            &server,
+            "/fever.xml",
+            Route::rss(rss2(
+                "Fever Feed",
+                &[("1", "One", "1"), ("2", "Two", "2"), ("3", "Three", "3")],
+            )),
+        )
+        .await;
+    let off = fever(&app, "items", &[("api_key", ADA_KEY)]).await;
+    assert_eq!(
+        off,
+        json!({ "api_version": 3, "auth": 0 }),
+        "not enabled yet"
+    );
+    ada.data(
+        "mutation { setReaderPassword(password: \"fever-pass-123\") }",
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        ada.data("{ readerApiEnabled }", json!({})).await["readerApiEnabled"],
+        true
+    );
+    let short = ada
+        .raw(
+            "mutation { setReaderPassword(password: \"short\") }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(short.error_code(), Some("BAD_USER_INPUT"));
+
+    let key = [("api_key", ADA_KEY)];
+    let lists = fever(&app, "groups&feeds", &key).await;
+    assert_eq!(lists["auth"], 1);
+    assert_eq!(lists["groups"][0]["title"], "Default");
+    assert_eq!(lists["feeds"][0]["title"], "Fever Feed");
+    assert_eq!(lists["feeds"][0]["id"].to_string(), feed);
+    assert_eq!(lists["feeds_groups"][0]["feed_ids"], feed.as_str());
+    assert!(lists["last_refreshed_on_time"].as_i64().unwrap() > 0);
+
+    let items = fever(&app, "items", &key).await;
+    assert_eq!(items["total_items"], 3);
+    let ids: Vec<i64> = items["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "ascending ids: {ids:?}"
+    );
+    assert!(
+        items["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["is_read"] == 0)
+    );
+    let newer = fever(&app, &format!("items&since_id={}", ids[0]), &key).await;
+    assert_eq!(newer["items"].as_array().unwrap().len(), 2);
+    let older = fever(&app, &format!("items&max_id={}", ids[2]), &key).await;
+    assert_eq!(older["items"][0]["id"], ids[1], "max_id pages backwards");
+    let chosen = fever(&app, &format!("items&with_ids={},{}", ids[0], ids[2]), &key).await;
+    assert_eq!(chosen["items"].as_array().unwrap().len(), 2);
+
+    let all_unread = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+    assert_eq!(
+        fever(&app, "unread_item_ids", &key).await["unread_item_ids"],
+        all_unread.as_str()
+    );
+    let first = ids[0].to_string();
+    let marked = fever(
+        &app,
+        "unread_item_ids",
+        &[
+            ("api_key", ADA_KEY),
+            ("mark", "item"),
+            ("as", "read"),
+            ("id", &first),
+        ],
+    )
+    .await;
+    assert_eq!(marked["unread_item_ids"], format!("{},{}", ids[1], ids[2]));
+    assert_eq!(
+        ada.items(json!({ "unread": false })).await.len(),
+        1,
+        "the API and GraphQL agree"
+    );
+    let saved = fever(
+        &app,
+        "saved_item_ids",
+        &[
+            ("api_key", ADA_KEY),
+            ("mark", "item"),
+            ("as", "saved"),
+            ("id", &first),
+        ],
+    )
+    .await;
+    assert_eq!(saved["saved_item_ids"], first.as_str());
+    let now = Utc::now().timestamp().to_string();
+    let caught_up = fever(
+        &app,
+        "unread_item_ids",
+        &[
+            ("api_key", ADA_KEY),
+            ("mark", "feed"),
+            ("as", "read"),
+            ("id", &feed),
+            ("before", &now),
+        ],
+    )
+    .await;
+    assert_eq!(caught_up["unread_item_ids"], "");
+
+    // Another user's key sees none of it and changes none of it.
+    let bob = Reader::new(&app, "bob").await;
+    bob.data(
+        "mutation { setReaderPassword(password: \"bob-fever-pass\") }",
+        json!({}),
+    )
+    .await;
+    let theirs = fever(
+        &app,
+        "items&feeds&saved_item_ids",
+        &[
+            ("api_key", BOB_KEY),
+            ("mark", "item"),
+            ("as", "unsaved"),
+            ("id", &first),
+        ],
+    )
+    .await;
+    assert_eq!(theirs["auth"], 1);
+    assert_eq!(theirs["items"], json!([]));
+    assert_eq!(theirs["feeds"], json!([]));
+    assert_eq!(theirs["saved_item_ids"], "");
+    assert_eq!(ada.items(json!({ "starred": true })).await.len(), 1);
+
+    let wrong = fever(
+        &app,
+        "items",
+        &[("api_key", "00000000000000000000000000000000")],
+    )
+    .await;
+    assert_eq!(wrong, json!({ "api_version": 3, "auth": 0 }));
+    ada.data("mutation { clearReaderPassword }", json!({}))
+        .await;
+    assert_eq!(fever(&app, "items", &key).await["auth"], 0);
 }

@@ -1,0 +1,100 @@
+//! The password mobile reader apps use (Fever, Google Reader API): set by
+//! the user, separate from the account password. Fever clients send
+//! `md5(username:password)` as their API key on every request, so it is
+//! looked up by its SHA-256 and never stored; the password itself is kept
+//! as an argon2id hash for the Google Reader API's login.
+
+use chrono::Utc;
+use entity::reader_credential;
+use md5::{Digest, Md5};
+use sea_orm::{
+    ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, Set, sea_query::OnConflict,
+};
+use secrecy::{ExposeSecret, SecretString};
+use uuid::Uuid;
+
+use crate::{
+    auth::{Viewer, password},
+    digest::sha256_hex,
+    error::AppResult,
+};
+
+/// The Fever API key for `username` and `password`: `md5("username:password")`, hex.
+pub fn fever_key(username: &str, password: &str) -> String {
+    let digest = Md5::digest(format!("{username}:{password}").as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Sets (or replaces) the viewer's reader password.
+pub async fn set_password(
+    db: &DatabaseConnection,
+    viewer: &Viewer,
+    new: SecretString,
+) -> AppResult<()> {
+    password::validate_new("password", new.expose_secret())?;
+    let key_hash = sha256_hex(&[&fever_key(&viewer.username, new.expose_secret())]);
+    let password_hash = password::hash_blocking(new).await?;
+    let now = Utc::now();
+    reader_credential::Entity::insert(reader_credential::ActiveModel {
+        user_id: Set(viewer.user_id),
+        fever_key_hash: Set(key_hash),
+        password_hash: Set(password_hash),
+        created_at: Set(now),
+        updated_at: Set(now),
+    })
+    .on_conflict(
+        OnConflict::column(reader_credential::Column::UserId)
+            .update_columns([
+                reader_credential::Column::FeverKeyHash,
+                reader_credential::Column::PasswordHash,
+                reader_credential::Column::UpdatedAt,
+            ])
+            .to_owned(),
+    )
+    .exec_without_returning(db)
+    .await?;
+    Ok(())
+}
+
+/// Turns the reader APIs off for the viewer; returns whether they were on.
+pub async fn clear(db: &DatabaseConnection, viewer: &Viewer) -> AppResult<bool> {
+    Ok(reader_credential::Entity::delete_by_id(viewer.user_id)
+        .exec(db)
+        .await?
+        .rows_affected
+        > 0)
+}
+
+pub async fn enabled(db: &DatabaseConnection, user: Uuid) -> AppResult<bool> {
+    Ok(reader_credential::Entity::find_by_id(user)
+        .one(db)
+        .await?
+        .is_some())
+}
+
+/// The user a Fever API key belongs to.
+pub async fn fever_user(db: &DatabaseConnection, api_key: &str) -> AppResult<Option<Uuid>> {
+    let key = api_key.trim().to_ascii_lowercase();
+    if key.len() != 32 || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(None);
+    }
+    Ok(reader_credential::Entity::find()
+        .filter(reader_credential::Column::FeverKeyHash.eq(sha256_hex(&[&key])))
+        .one(db)
+        .await?
+        .map(|credential| credential.user_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fever_key_is_md5_of_username_colon_password() {
+        assert_eq!(
+            fever_key("ada", "correct horse"),
+            "833114a2be47f2d2054c431d1ebb2a0e"
+        );
+        assert_eq!(fever_key("", ""), "853ae90f0351324bd73ea615e6487517");
+    }
+}
