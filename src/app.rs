@@ -154,6 +154,7 @@ pub fn router(state: AppState) -> Router {
         .route("/tasks/{id}", get(jobs::http::get_task))
         .route("/fever", post(feeds::fever::fever))
         .route("/fever/", post(feeds::fever::fever))
+        .merge(feeds::greader::routes())
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

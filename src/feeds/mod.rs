@@ -10,11 +10,13 @@
 //! - [`retention`]: the optional hourly clean-up of old read items.
 //! - [`sanitize`]: item HTML as it is served; [`discover`] finds feeds a
 //!   page links to; [`opml`] reads and writes subscription lists.
-//! - Mobile apps: [`fever`] (the Fever API) with [`reader_auth`] (their password).
+//! - Mobile apps: [`fever`] (the Fever API) and [`greader`] (the Google
+//!   Reader API), with [`reader_auth`] (their password).
 
 pub mod discover;
 pub mod fever;
 pub mod graphql;
+pub mod greader;
 pub mod mapping;
 pub mod opml;
 pub mod parse;

@@ -33,6 +33,7 @@ on_both_backends!(
     retention_deletes_only_old_read_items,
     hostile_publishers_cannot_break_the_worker,
     fever_api_serves_and_marks_the_users_items,
+    google_reader_api_serves_and_edits_the_users_items,
 );
 
 mod limits {
@@ -1569,4 +1570,308 @@ async fn fever_api_serves_and_marks_the_users_items(backend: Backend) {
     ada.data("mutation { clearReaderPassword }", json!({}))
         .await;
     assert_eq!(fever(&app, "items", &key).await["auth"], 0);
+}
+
+/// A Google Reader API client: its token and the server.
+struct GReader<'a> {
+    app: &'a TestApp,
+    auth: String,
+}
+
+impl<'a> GReader<'a> {
+    async fn login(
+        app: &'a TestApp,
+        username: &str,
+        password: &str,
+    ) -> Result<Self, (u16, String)> {
+        let response = app
+            .client
+            .post(app.url("/accounts/ClientLogin"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("Email={username}&Passwd={password}"))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let body = response.text().await.unwrap();
+        if status != 200 {
+            return Err((status, body));
+        }
+        let auth = body
+            .lines()
+            .find_map(|line| line.strip_prefix("Auth="))
+            .expect("an Auth line")
+            .to_owned();
+        Ok(GReader { app, auth })
+    }
+
+    async fn get(&self, path: &str) -> (u16, String) {
+        let response = self
+            .app
+            .client
+            .get(self.app.url(&format!("/reader/api/0/{path}")))
+            .header("authorization", format!("GoogleLogin auth={}", self.auth))
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    }
+
+    async fn json(&self, path: &str) -> Value {
+        let (status, body) = self.get(path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        serde_json::from_str(&body).unwrap()
+    }
+
+    async fn post(&self, path: &str, form: &[(&str, &str)]) -> (u16, String) {
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form)
+            .finish();
+        let response = self
+            .app
+            .client
+            .post(self.app.url(&format!("/reader/api/0/{path}")))
+            .header("authorization", format!("GoogleLogin auth={}", self.auth))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    }
+
+    async fn ids(&self, query: &str) -> (Vec<String>, Option<String>) {
+        let body = self.json(&format!("stream/items/ids?{query}")).await;
+        let ids = body["itemRefs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect();
+        (ids, body["continuation"].as_str().map(str::to_owned))
+    }
+}
+
+async fn google_reader_api_serves_and_edits_the_users_items(backend: Backend) {
+    const READING_LIST: &str = "user/-/state/com.google/reading-list";
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+    let tech = ada
+        .data("mutation { createGroup(name: \"Tech\") { id } }", json!({}))
+        .await["createGroup"]["id"]
+        .clone();
+    server.set(
+        "/gr.xml",
+        Route::rss(rss2(
+            "GR Feed",
+            &[("1", "One", "1"), ("2", "Two", "2"), ("3", "Three", "3")],
+        )),
+    );
+    let feed = ada
+        .data(
+            "mutation($i: CreateFeedInput!) { createFeed(input: $i) { id } }",
+            json!({ "i": { "link": server.url("/gr.xml"), "groupId": tech } }),
+        )
+        .await["createFeed"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ada.refresh(&feed).await;
+
+    assert_eq!(
+        GReader::login(&app, "ada", "reader-pass-1")
+            .await
+            .err()
+            .map(|e| e.0),
+        Some(401),
+        "no reader password yet"
+    );
+    ada.data(
+        "mutation { setReaderPassword(password: \"reader-pass-1\") }",
+        json!({}),
+    )
+    .await;
+    let wrong = GReader::login(&app, "ada", "not-it-at-all")
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(wrong, (401, "Error=BadAuthentication\n".to_owned()));
+    let gr = GReader::login(&app, "ada", "reader-pass-1").await.unwrap();
+    let anonymous = GReader {
+        app: &app,
+        auth: "nope".into(),
+    };
+    assert_eq!(anonymous.get("subscription/list?output=json").await.0, 401);
+
+    let subscriptions = gr.json("subscription/list?output=json").await;
+    let feed_stream = format!("feed/{feed}");
+    assert_eq!(
+        subscriptions["subscriptions"][0]["id"],
+        feed_stream.as_str()
+    );
+    assert_eq!(subscriptions["subscriptions"][0]["title"], "GR Feed");
+    assert_eq!(
+        subscriptions["subscriptions"][0]["categories"][0]["label"],
+        "Tech"
+    );
+    let tags = gr.json("tag/list?output=json").await.to_string();
+    assert!(
+        tags.contains("user/-/state/com.google/starred") && tags.contains("user/-/label/Tech"),
+        "{tags}"
+    );
+    let counts = gr.json("unread-count?output=json").await;
+    let count_of = |counts: &Value, id: &str| {
+        counts["unreadcounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .map(|c| c["count"].clone())
+    };
+    assert_eq!(count_of(&counts, READING_LIST), Some(json!(3)));
+    assert_eq!(count_of(&counts, &feed_stream), Some(json!(3)));
+    assert_eq!(count_of(&counts, "user/-/label/Tech"), Some(json!(3)));
+    assert_eq!(gr.json("user-info?output=json").await["userName"], "ada");
+
+    let (first_page, continuation) = gr.ids(&format!("s={READING_LIST}&n=2")).await;
+    assert_eq!(first_page.len(), 2);
+    let (rest, end) = gr
+        .ids(&format!(
+            "s={READING_LIST}&n=2&c={}",
+            continuation.expect("a continuation")
+        ))
+        .await;
+    assert_eq!((rest.len(), end), (1, None));
+    let first: i64 = first_page[0].parse().unwrap();
+    let long_first = format!("tag:google.com,2005:reader/item/{first:016x}");
+    let (status, body) = gr
+        .post(
+            "stream/items/contents",
+            &[("i", &long_first), ("i", &first_page[1])],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let contents: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(contents["items"].as_array().unwrap().len(), 2);
+    assert_eq!(contents["items"][0]["id"], long_first.as_str());
+    assert_eq!(
+        contents["items"][0]["origin"]["streamId"],
+        feed_stream.as_str()
+    );
+
+    assert_eq!(
+        gr.post(
+            "edit-tag",
+            &[("i", &long_first), ("a", "user/-/state/com.google/read")]
+        )
+        .await,
+        (200, "OK".to_owned())
+    );
+    gr.post(
+        "edit-tag",
+        &[
+            ("i", &first_page[1]),
+            ("a", "user/-/state/com.google/starred"),
+        ],
+    )
+    .await;
+    let (unread, _) = gr
+        .ids(&format!("s={READING_LIST}&xt=user/-/state/com.google/read"))
+        .await;
+    assert_eq!(unread.len(), 2);
+    let (starred, _) = gr.ids("s=user/-/state/com.google/starred").await;
+    assert_eq!(starred, [first_page[1].clone()]);
+    assert_eq!(
+        ada.items(json!({ "unread": false })).await.len(),
+        1,
+        "GraphQL sees the same state"
+    );
+    let in_feed = gr
+        .json(&format!("stream/contents/{feed_stream}?n=10"))
+        .await;
+    assert_eq!(in_feed["items"].as_array().unwrap().len(), 3);
+
+    let now_usec = (Utc::now().timestamp_micros()).to_string();
+    gr.post(
+        "mark-all-as-read",
+        &[("s", "user/-/label/Tech"), ("ts", &now_usec)],
+    )
+    .await;
+    let counts = gr.json("unread-count?output=json").await;
+    assert_eq!(count_of(&counts, READING_LIST), Some(json!(0)));
+
+    server.set("/gr2.xml", Route::rss(rss2("Second", &[("x", "X", "x")])));
+    let (status, body) = gr
+        .post(
+            "subscription/quickadd",
+            &[("quickadd", &server.url("/gr2.xml"))],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let added: Value = serde_json::from_str(&body).unwrap();
+    let stream = added["streamId"].as_str().unwrap().to_owned();
+    gr.post(
+        "subscription/edit",
+        &[
+            ("ac", "edit"),
+            ("s", &stream),
+            ("t", "Renamed"),
+            ("a", "user/-/label/News"),
+        ],
+    )
+    .await;
+    let groups = ada
+        .data("{ groups { name feeds { name } } }", json!({}))
+        .await;
+    let news = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "News")
+        .cloned();
+    assert_eq!(news.unwrap()["feeds"][0]["name"], "Renamed");
+    gr.post(
+        "subscription/edit",
+        &[("ac", "unsubscribe"), ("s", &stream)],
+    )
+    .await;
+    assert_eq!(
+        ada.data("{ feeds { id } }", json!({})).await["feeds"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // Another user's token sees and changes nothing of ada's.
+    let bob = Reader::new(&app, "bob").await;
+    bob.data(
+        "mutation { setReaderPassword(password: \"bob-reader-1\") }",
+        json!({}),
+    )
+    .await;
+    let bob_gr = GReader::login(&app, "bob", "bob-reader-1").await.unwrap();
+    assert_eq!(
+        bob_gr.json("subscription/list").await["subscriptions"],
+        json!([])
+    );
+    bob_gr
+        .post(
+            "edit-tag",
+            &[
+                ("i", &first_page[1]),
+                ("r", "user/-/state/com.google/starred"),
+            ],
+        )
+        .await;
+    assert_eq!(ada.items(json!({ "starred": true })).await.len(), 1);
+
+    ada.data("mutation { clearReaderPassword }", json!({}))
+        .await;
+    assert_eq!(
+        gr.get("subscription/list").await.0,
+        401,
+        "clearing the password revokes tokens"
+    );
 }

@@ -1,0 +1,845 @@
+//! The Google Reader API subset that Miniflux and FreshRSS serve, so
+//! NetNewsWire, Reeder, Read You, FeedMe and others work unchanged:
+//!
+//! - `POST /accounts/ClientLogin` (`Email`, `Passwd`: the username and the
+//!   reader password) → `Auth=<token>`; later requests send
+//!   `Authorization: GoogleLogin auth=<token>`. The token is an HMAC of the
+//!   user id keyed by the stored password hash: stateless, and changing or
+//!   clearing the reader password revokes it.
+//! - `GET /reader/api/0/{token,user-info,subscription/list,tag/list,unread-count}`
+//! - `GET /reader/api/0/stream/items/ids`, `GET /reader/api/0/stream/contents/<stream>`,
+//!   `POST /reader/api/0/stream/items/contents`
+//! - `POST /reader/api/0/{edit-tag,mark-all-as-read,subscription/edit,subscription/quickadd}`
+//!
+//! Streams: `user/-/state/com.google/{reading-list,starred,read}`,
+//! `feed/<id>`, `user/-/label/<group name>`. Item ids are accepted in both
+//! the long (`tag:google.com,2005:reader/item/<16 hex>`) and the short
+//! (decimal) form. The stream/id grammar is pure ([`parse_stream`],
+//! [`parse_item_id`]); everything else goes through [`FeedsService`].
+
+use std::collections::HashMap;
+
+use axum::{
+    Json, Router,
+    body::Bytes,
+    extract::{FromRequest, Path, RawQuery, Request, State},
+    http::{HeaderMap, StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use chrono::{DateTime, Utc};
+use entity::{feed, item, reader_credential};
+use hmac::{Hmac, Mac};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use uuid::Uuid;
+
+use super::service::{FeedPatch, FeedsService, NewFeed, ReadScope};
+use crate::{
+    app::AppState,
+    auth::password,
+    error::{AppError, AppResult},
+};
+
+const READING_LIST: &str = "user/-/state/com.google/reading-list";
+const STARRED: &str = "user/-/state/com.google/starred";
+const READ: &str = "user/-/state/com.google/read";
+const KEPT_UNREAD: &str = "user/-/state/com.google/kept-unread";
+const LABEL_PREFIX: &str = "user/-/label/";
+const ITEM_PREFIX: &str = "tag:google.com,2005:reader/item/";
+/// Most ids one `stream/items/ids` answer carries.
+const MAX_IDS: u64 = 10_000;
+/// Most items one contents answer carries.
+const MAX_CONTENTS: u64 = 1_000;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/accounts/ClientLogin",
+            post(client_login).get(client_login),
+        )
+        .route("/reader/api/0/token", get(token))
+        .route("/reader/api/0/user-info", get(user_info))
+        .route("/reader/api/0/subscription/list", get(subscription_list))
+        .route("/reader/api/0/tag/list", get(tag_list))
+        .route("/reader/api/0/unread-count", get(unread_count))
+        .route("/reader/api/0/stream/items/ids", get(item_ids))
+        .route(
+            "/reader/api/0/stream/items/contents",
+            post(items_contents).get(items_contents),
+        )
+        .route(
+            "/reader/api/0/stream/contents/{*stream}",
+            get(stream_contents),
+        )
+        .route("/reader/api/0/stream/contents", get(stream_contents_query))
+        .route("/reader/api/0/edit-tag", post(edit_tag))
+        .route("/reader/api/0/mark-all-as-read", post(mark_all_as_read))
+        .route("/reader/api/0/subscription/edit", post(subscription_edit))
+        .route("/reader/api/0/subscription/quickadd", post(quickadd))
+}
+
+/// A stream a client can ask for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stream {
+    ReadingList,
+    Starred,
+    Read,
+    Feed(i64),
+    Label(String),
+}
+
+/// `user/-/state/com.google/reading-list`, `feed/12`, `user/-/label/Tech`…
+/// (`user/<id>/…` is accepted for `user/-/…`).
+pub fn parse_stream(value: &str) -> Option<Stream> {
+    let value = value.trim();
+    if let Some(id) = value.strip_prefix("feed/") {
+        return id.parse().ok().map(Stream::Feed);
+    }
+    let rest = value.strip_prefix("user/")?;
+    let (_, path) = rest.split_once('/')?;
+    match path {
+        "state/com.google/reading-list" => Some(Stream::ReadingList),
+        "state/com.google/starred" => Some(Stream::Starred),
+        "state/com.google/read" => Some(Stream::Read),
+        _ => path
+            .strip_prefix("label/")
+            .filter(|name| !name.is_empty())
+            .map(|name| Stream::Label(name.to_owned())),
+    }
+}
+
+/// An item id in the long (`tag:google.com,2005:reader/item/000000000000002a`)
+/// or short (`42`) form.
+pub fn parse_item_id(value: &str) -> Option<i64> {
+    let value = value.trim();
+    match value.strip_prefix(ITEM_PREFIX) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok().map(|id| id as i64),
+        None => value.parse().ok(),
+    }
+    .filter(|id| *id > 0)
+}
+
+pub fn long_item_id(id: i64) -> String {
+    format!("{ITEM_PREFIX}{:016x}", id as u64)
+}
+
+/// Form or query parameters; repeated keys (`i`, `a`, `r`) keep every value.
+struct Params(Vec<(String, String)>);
+
+impl Params {
+    fn new(query: Option<&str>, body: &[u8]) -> Self {
+        let mut all: Vec<(String, String)> =
+            url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+                .into_owned()
+                .collect();
+        all.extend(url::form_urlencoded::parse(body).into_owned());
+        Params(all)
+    }
+
+    fn one(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn all(&self, key: &str) -> Vec<&str> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    /// The `i` parameters as item ids (either form), at most `max`.
+    fn item_ids(&self, max: usize) -> Vec<i64> {
+        self.all("i")
+            .into_iter()
+            .filter_map(parse_item_id)
+            .take(max)
+            .collect()
+    }
+
+    fn number(&self, key: &str) -> Option<i64> {
+        self.one(key).and_then(|v| v.trim().parse().ok())
+    }
+}
+
+type HmacSha256 = Hmac<Sha256>;
+
+fn sign(user: Uuid, password_hash: &str) -> String {
+    let mut mac = HmacSha256::new_from_slice(password_hash.as_bytes())
+        .expect("HMAC takes keys of any length");
+    mac.update(b"trellis-greader:");
+    mac.update(user.as_bytes());
+    let tag: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{}/{tag}", user.simple())
+}
+
+/// The user whose `GoogleLogin auth=` token this request carries.
+async fn authenticate(state: &AppState, headers: &HeaderMap) -> AppResult<Uuid> {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().strip_prefix("GoogleLogin auth="))
+        .ok_or(AppError::Unauthenticated("GoogleLogin auth token required"))?;
+    let (user, tag) = token
+        .split_once('/')
+        .ok_or(AppError::Unauthenticated("invalid token"))?;
+    let user = Uuid::parse_str(user).map_err(|_| AppError::Unauthenticated("invalid token"))?;
+    let credential = reader_credential::Entity::find_by_id(user)
+        .one(&state.services.db)
+        .await?
+        .ok_or(AppError::Unauthenticated("invalid token"))?;
+    let expected = sign(user, &credential.password_hash);
+    let presented = format!("{}/{tag}", user.simple());
+    // Compare in constant time: the tag is a secret.
+    let mac_ok = expected.len() == presented.len()
+        && expected
+            .bytes()
+            .zip(presented.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    if !mac_ok {
+        return Err(AppError::Unauthenticated("invalid token"));
+    }
+    Ok(user)
+}
+
+/// An authenticated Reader API request: the user, the feed service and the
+/// query and form parameters. A request without a valid token is answered
+/// 401 before any handler runs (clients then show their login screen).
+struct ReaderRequest {
+    user: Uuid,
+    feeds: FeedsService,
+    params: Params,
+}
+
+impl FromRequest<AppState> for ReaderRequest {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Response> {
+        let (parts, body) = request.into_parts();
+        let user = authenticate(state, &parts.headers).await.map_err(failure)?;
+        let body = axum::body::to_bytes(body, state.services.config.max_body_bytes)
+            .await
+            .map_err(|_| StatusCode::PAYLOAD_TOO_LARGE.into_response())?;
+        Ok(ReaderRequest {
+            user,
+            feeds: state.services.feeds.clone(),
+            params: Params::new(parts.uri.query(), &body),
+        })
+    }
+}
+
+/// Errors as the status codes these clients understand.
+fn failure(error: AppError) -> Response {
+    match error {
+        AppError::Unauthenticated(_) => (StatusCode::UNAUTHORIZED, "Unauthorized").into_response(),
+        other => other.into_response(),
+    }
+}
+
+/// What a Reader API handler returns: errors answered by [`failure`].
+type Reply = Result<Response, ReaderError>;
+
+struct ReaderError(AppError);
+
+impl<E: Into<AppError>> From<E> for ReaderError {
+    fn from(error: E) -> Self {
+        ReaderError(error.into())
+    }
+}
+
+impl IntoResponse for ReaderError {
+    fn into_response(self) -> Response {
+        failure(self.0)
+    }
+}
+
+fn ok() -> Reply {
+    Ok("OK".into_response())
+}
+
+async fn client_login(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    let params = Params::new(query.as_deref(), &body);
+    let (Some(username), Some(candidate)) = (params.one("Email"), params.one("Passwd")) else {
+        return (StatusCode::UNAUTHORIZED, "Error=BadAuthentication\n").into_response();
+    };
+    let result: AppResult<Option<String>> = async {
+        let user = entity::user::Entity::find()
+            .filter(entity::user::Column::Username.eq(username.trim().to_lowercase()))
+            .one(&state.services.db)
+            .await?;
+        let credential = match &user {
+            Some(user) => {
+                reader_credential::Entity::find_by_id(user.id)
+                    .one(&state.services.db)
+                    .await?
+            }
+            None => None,
+        };
+        // Verify against a decoy when there is no such user or credential,
+        // so timing does not tell which usernames exist.
+        let stored = credential
+            .as_ref()
+            .map(|c| c.password_hash.clone())
+            .unwrap_or_else(|| password::decoy_hash().to_owned());
+        let candidate = candidate.to_owned();
+        let verified = tokio::task::spawn_blocking(move || password::verify(&candidate, &stored))
+            .await
+            .map_err(AppError::internal)?;
+        Ok(match (user, credential, verified) {
+            (Some(user), Some(credential), true) => Some(sign(user.id, &credential.password_hash)),
+            _ => None,
+        })
+    }
+    .await;
+    match result {
+        Ok(Some(token)) => format!("SID={token}\nLSID={token}\nAuth={token}\n").into_response(),
+        Ok(None) => (StatusCode::UNAUTHORIZED, "Error=BadAuthentication\n").into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn token(ReaderRequest { user, .. }: ReaderRequest) -> String {
+    // Requests are authenticated by header, not cookie, so the edit token
+    // guards nothing; clients still ask for one.
+    user.simple().to_string()
+}
+
+async fn user_info(ReaderRequest { user, feeds, .. }: ReaderRequest) -> Reply {
+    let name = entity::user::Entity::find_by_id(user)
+        .one(feeds.db())
+        .await?
+        .map(|user| user.username)
+        .unwrap_or_default();
+    Ok(Json(json!({
+        "userId": user.to_string(),
+        "userName": name,
+        "userProfileId": user.to_string(),
+        "userEmail": "",
+    }))
+    .into_response())
+}
+
+async fn subscription_list(ReaderRequest { user, feeds, .. }: ReaderRequest) -> Reply {
+    let groups = group_names(&feeds, user).await?;
+    let subscriptions: Vec<Value> = feeds
+        .feeds(user, None)
+        .await?
+        .into_iter()
+        .map(|feed| {
+            let label = groups.get(&feed.group_id).cloned().unwrap_or_default();
+            json!({
+                "id": format!("feed/{}", feed.id),
+                "title": feed.name,
+                "categories": [{ "id": format!("{LABEL_PREFIX}{label}"), "label": label }],
+                "url": feed.link,
+                "htmlUrl": feed.site_url.unwrap_or_default(),
+                "iconUrl": "",
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "subscriptions": subscriptions })).into_response())
+}
+
+async fn tag_list(ReaderRequest { user, feeds, .. }: ReaderRequest) -> Reply {
+    let mut tags = vec![json!({ "id": STARRED })];
+    tags.extend(
+        feeds.groups(user).await?.into_iter().map(
+            |group| json!({ "id": format!("{LABEL_PREFIX}{}", group.name), "type": "folder" }),
+        ),
+    );
+    Ok(Json(json!({ "tags": tags })).into_response())
+}
+
+async fn unread_count(ReaderRequest { user, feeds, .. }: ReaderRequest) -> Reply {
+    let counts: Vec<(i64, i64)> = feeds
+        .items_of(user)
+        .select_only()
+        .column(item::Column::FeedId)
+        .column_as(item::Column::Id.count(), "count")
+        .filter(item::Column::Unread.eq(true))
+        .group_by(item::Column::FeedId)
+        .into_tuple()
+        .all(feeds.db())
+        .await?;
+    let all = feeds.feeds(user, None).await?;
+    let groups = group_names(&feeds, user).await?;
+    let mut per_label: HashMap<String, i64> = HashMap::new();
+    let mut total = 0;
+    let mut entries = Vec::new();
+    for (feed_id, count) in counts {
+        total += count;
+        if let Some(group) = all
+            .iter()
+            .find(|feed| feed.id == feed_id)
+            .and_then(|feed| groups.get(&feed.group_id))
+        {
+            *per_label.entry(group.clone()).or_default() += count;
+        }
+        entries.push(json!({ "id": format!("feed/{feed_id}"), "count": count }));
+    }
+    entries.extend(
+        per_label.into_iter().map(
+            |(label, count)| json!({ "id": format!("{LABEL_PREFIX}{label}"), "count": count }),
+        ),
+    );
+    entries.push(json!({ "id": READING_LIST, "count": total }));
+    Ok(Json(json!({ "max": total, "unreadcounts": entries })).into_response())
+}
+
+/// The items of a stream, with the request's exclusions, time bounds and order.
+fn stream_items(
+    feeds: &FeedsService,
+    user: Uuid,
+    params: &Params,
+    stream: &str,
+) -> AppResult<Select<item::Entity>> {
+    let stream = parse_stream(stream).ok_or_else(|| AppError::bad_input("s", "unknown stream"))?;
+    let mut select = feeds.items_of(user);
+    select = match stream {
+        Stream::ReadingList => select,
+        Stream::Starred => select.filter(item::Column::Starred.eq(true)),
+        Stream::Read => select.filter(item::Column::Unread.eq(false)),
+        Stream::Feed(id) => select.filter(item::Column::FeedId.eq(id)),
+        Stream::Label(name) => {
+            select.filter(item::Column::FeedId.in_subquery(feed_ids_in_named_group(user, &name)))
+        }
+    };
+    for excluded in params.all("xt") {
+        select = match excluded {
+            READ => select.filter(item::Column::Unread.eq(true)),
+            STARRED => select.filter(item::Column::Starred.eq(false)),
+            _ => select,
+        };
+    }
+    for included in params.all("it") {
+        select = match included {
+            READ => select.filter(item::Column::Unread.eq(false)),
+            STARRED => select.filter(item::Column::Starred.eq(true)),
+            _ => select,
+        };
+    }
+    if let Some(since) = params
+        .number("ot")
+        .and_then(|s| DateTime::<Utc>::from_timestamp(s, 0))
+    {
+        select = select.filter(item::Column::PubDate.gte(since));
+    }
+    if let Some(until) = params
+        .number("nt")
+        .and_then(|s| DateTime::<Utc>::from_timestamp(s, 0))
+    {
+        select = select.filter(item::Column::PubDate.lt(until));
+    }
+    Ok(if params.one("r") == Some("o") {
+        select
+            .order_by_asc(item::Column::PubDate)
+            .order_by_asc(item::Column::Id)
+    } else {
+        select
+            .order_by_desc(item::Column::PubDate)
+            .order_by_desc(item::Column::Id)
+    })
+}
+
+fn feed_ids_in_named_group(user: Uuid, name: &str) -> sea_orm::sea_query::SelectStatement {
+    sea_orm::sea_query::Query::select()
+        .column(feed::Column::Id)
+        .from(feed::Entity)
+        .and_where(feed::Column::UserId.eq(user))
+        .and_where(
+            feed::Column::GroupId.in_subquery(
+                sea_orm::sea_query::Query::select()
+                    .column(entity::feed_group::Column::Id)
+                    .from(entity::feed_group::Entity)
+                    .and_where(entity::feed_group::Column::UserId.eq(user))
+                    .and_where(entity::feed_group::Column::Name.eq(name))
+                    .to_owned(),
+            ),
+        )
+        .to_owned()
+}
+
+/// One page of a stream: `n` items after the continuation offset `c`.
+async fn page(
+    feeds: &FeedsService,
+    select: Select<item::Entity>,
+    params: &Params,
+    max: u64,
+) -> AppResult<(Vec<item::Model>, Option<String>)> {
+    let n = params
+        .number("n")
+        .map_or(20, |n| n.clamp(1, max as i64) as u64);
+    let offset = params.number("c").map_or(0, |c| c.max(0) as u64);
+    let mut rows = select.offset(offset).limit(n + 1).all(feeds.db()).await?;
+    let more = rows.len() as u64 > n;
+    rows.truncate(n as usize);
+    Ok((rows, more.then(|| (offset + n).to_string())))
+}
+
+/// Adds the next page's `continuation` to a stream answer, when there is one.
+fn continued(mut body: Value, continuation: Option<String>) -> Value {
+    if let Some(continuation) = continuation {
+        body["continuation"] = json!(continuation);
+    }
+    body
+}
+
+async fn item_ids(
+    ReaderRequest {
+        user,
+        feeds,
+        params,
+    }: ReaderRequest,
+) -> Reply {
+    let stream = params.one("s").unwrap_or(READING_LIST).to_owned();
+    let select = stream_items(&feeds, user, &params, &stream)?;
+    let (items, continuation) = page(&feeds, select, &params, MAX_IDS).await?;
+    let refs: Vec<Value> = items
+        .iter()
+        .map(|item| {
+            json!({
+                "id": item.id.to_string(),
+                "directStreamIds": [],
+                "timestampUsec": (item.pub_date.timestamp_micros()).to_string(),
+            })
+        })
+        .collect();
+    let body = json!({ "itemRefs": refs });
+    Ok(Json(continued(body, continuation)).into_response())
+}
+
+async fn items_contents(
+    ReaderRequest {
+        user,
+        feeds,
+        params,
+    }: ReaderRequest,
+) -> Reply {
+    let ids = params.item_ids(MAX_CONTENTS as usize);
+    let items = feeds
+        .items_of(user)
+        .filter(item::Column::Id.is_in(ids))
+        .order_by_desc(item::Column::PubDate)
+        .all(feeds.db())
+        .await?;
+    Ok(
+        Json(contents(&feeds, user, items, "user/-/state/com.google/reading-list").await?)
+            .into_response(),
+    )
+}
+
+/// `stream/contents/<stream>`.
+async fn stream_contents(Path(stream): Path<String>, request: ReaderRequest) -> Reply {
+    serve_stream_contents(stream, request).await
+}
+
+/// `stream/contents?s=<stream>`.
+async fn stream_contents_query(request: ReaderRequest) -> Reply {
+    let stream = request.params.one("s").unwrap_or(READING_LIST).to_owned();
+    serve_stream_contents(stream, request).await
+}
+
+async fn serve_stream_contents(
+    stream: String,
+    ReaderRequest {
+        user,
+        feeds,
+        params,
+    }: ReaderRequest,
+) -> Reply {
+    let select = stream_items(&feeds, user, &params, &stream)?;
+    let (items, continuation) = page(&feeds, select, &params, MAX_CONTENTS).await?;
+    let body = contents(&feeds, user, items, &stream).await?;
+    Ok(Json(continued(body, continuation)).into_response())
+}
+
+/// Items as the Reader API shows them.
+async fn contents(
+    feeds: &FeedsService,
+    user: Uuid,
+    items: Vec<item::Model>,
+    stream: &str,
+) -> AppResult<Value> {
+    let sources: HashMap<i64, feed::Model> = feeds
+        .feeds(user, None)
+        .await?
+        .into_iter()
+        .map(|feed| (feed.id, feed))
+        .collect();
+    let items: Vec<Value> = items
+        .into_iter()
+        .map(|item| {
+            let source = sources.get(&item.feed_id);
+            let mut categories = vec![READING_LIST.to_owned()];
+            if !item.unread {
+                categories.push(READ.to_owned());
+            }
+            if item.starred {
+                categories.push(STARRED.to_owned());
+            }
+            let link = item.link.clone().unwrap_or_default();
+            let base = item
+                .link
+                .as_deref()
+                .or(source.map(|f| f.link.as_str()))
+                .and_then(|link| url::Url::parse(link).ok());
+            json!({
+                "id": long_item_id(item.id),
+                "crawlTimeMsec": item.created_at.timestamp_millis().to_string(),
+                "timestampUsec": item.pub_date.timestamp_micros().to_string(),
+                "published": item.pub_date.timestamp(),
+                "updated": item.updated_at.timestamp(),
+                "title": item.title,
+                "canonical": [{ "href": link }],
+                "alternate": [{ "href": link, "type": "text/html" }],
+                "summary": { "direction": "ltr", "content": super::sanitize::sanitize_html(&item.content, base.as_ref()) },
+                "categories": categories,
+                "origin": {
+                    "streamId": format!("feed/{}", item.feed_id),
+                    "title": source.map(|f| f.name.clone()).unwrap_or_default(),
+                    "htmlUrl": source.and_then(|f| f.site_url.clone()).unwrap_or_default(),
+                },
+            })
+        })
+        .collect();
+    Ok(json!({ "id": stream, "updated": Utc::now().timestamp(), "items": items }))
+}
+
+async fn edit_tag(
+    ReaderRequest {
+        user,
+        feeds,
+        params,
+    }: ReaderRequest,
+) -> Reply {
+    let ids = params.item_ids(usize::MAX);
+    if ids.is_empty() {
+        return Err(AppError::bad_input("i", "no item ids").into());
+    }
+    for chunk in ids.chunks(super::service::MAX_IDS) {
+        for tag in params.all("a") {
+            match tag {
+                READ => feeds.set_unread(user, chunk, false).await.map(drop)?,
+                KEPT_UNREAD => feeds.set_unread(user, chunk, true).await.map(drop)?,
+                STARRED => feeds.set_starred(user, chunk, true).await.map(drop)?,
+                _ => {}
+            }
+        }
+        for tag in params.all("r") {
+            match tag {
+                READ => feeds.set_unread(user, chunk, true).await.map(drop)?,
+                KEPT_UNREAD => feeds.set_unread(user, chunk, false).await.map(drop)?,
+                STARRED => feeds.set_starred(user, chunk, false).await.map(drop)?,
+                _ => {}
+            }
+        }
+    }
+    ok()
+}
+
+async fn mark_all_as_read(
+    ReaderRequest {
+        user,
+        feeds,
+        params,
+    }: ReaderRequest,
+) -> Reply {
+    let stream = params
+        .one("s")
+        .and_then(parse_stream)
+        .ok_or_else(|| AppError::bad_input("s", "unknown stream"))?;
+    // `ts` is in microseconds (some clients send seconds).
+    let before = params.number("ts").and_then(|ts| {
+        if ts > 100_000_000_000 {
+            DateTime::<Utc>::from_timestamp_micros(ts)
+        } else {
+            DateTime::<Utc>::from_timestamp(ts, 0)
+        }
+    });
+    match stream {
+        Stream::ReadingList => feeds.mark_all_read(user, ReadScope::All, before).await?,
+        Stream::Feed(id) => {
+            feeds
+                .mark_all_read(user, ReadScope::Feed(id), before)
+                .await?
+        }
+        Stream::Label(name) => match group_named(&feeds, user, &name).await? {
+            Some(group) => {
+                feeds
+                    .mark_all_read(user, ReadScope::Group(group), before)
+                    .await?
+            }
+            None => 0,
+        },
+        Stream::Starred | Stream::Read => 0,
+    };
+    ok()
+}
+
+/// The user's group names by id.
+async fn group_names(feeds: &FeedsService, user: Uuid) -> AppResult<HashMap<i64, String>> {
+    Ok(feeds
+        .groups(user)
+        .await?
+        .into_iter()
+        .map(|group| (group.id, group.name))
+        .collect())
+}
+
+async fn group_named(feeds: &FeedsService, user: Uuid, name: &str) -> AppResult<Option<i64>> {
+    Ok(feeds
+        .groups(user)
+        .await?
+        .into_iter()
+        .find(|group| group.name == name)
+        .map(|group| group.id))
+}
+
+/// The group called `label` (`user/-/label/<name>` or a bare name), created when missing.
+async fn group_for_label(feeds: &FeedsService, user: Uuid, label: &str) -> AppResult<i64> {
+    let name = match parse_stream(label) {
+        Some(Stream::Label(name)) => name,
+        _ => label.to_owned(),
+    };
+    match group_named(feeds, user, &name).await? {
+        Some(id) => Ok(id),
+        None => Ok(feeds.create_group(user, &name).await?.id),
+    }
+}
+
+/// `s=feed/<url>` when subscribing, `s=feed/<id>` otherwise.
+fn feed_ref(params: &Params) -> AppResult<&str> {
+    params
+        .one("s")
+        .and_then(|s| s.strip_prefix("feed/"))
+        .ok_or_else(|| AppError::bad_input("s", "give s=feed/…"))
+}
+
+async fn subscription_edit(
+    ReaderRequest {
+        user,
+        feeds,
+        params,
+    }: ReaderRequest,
+) -> Reply {
+    let target = feed_ref(&params)?.to_owned();
+    match params.one("ac").unwrap_or("edit") {
+        "subscribe" => {
+            let group_id = match params.one("a") {
+                Some(label) => Some(group_for_label(&feeds, user, label).await?),
+                None => None,
+            };
+            feeds
+                .create_feeds(
+                    user,
+                    vec![NewFeed {
+                        link: target,
+                        name: params.one("t").map(str::to_owned),
+                        group_id,
+                        ..Default::default()
+                    }],
+                )
+                .await?;
+        }
+        "unsubscribe" => {
+            let id = target
+                .parse()
+                .map_err(|_| AppError::bad_input("s", "not a feed id"))?;
+            feeds.delete_feed(user, id).await?;
+        }
+        _ => {
+            let id = target
+                .parse()
+                .map_err(|_| AppError::bad_input("s", "not a feed id"))?;
+            let mut patch = FeedPatch {
+                name: params.one("t").map(str::to_owned),
+                ..Default::default()
+            };
+            if let Some(label) = params.one("a") {
+                patch.group_id = Some(group_for_label(&feeds, user, label).await?);
+            } else if params.one("r").is_some() {
+                patch.group_id = Some(feeds.default_group(user).await?.id);
+            }
+            feeds.update_feed(user, id, patch).await?;
+        }
+    }
+    ok()
+}
+
+async fn quickadd(
+    ReaderRequest {
+        user,
+        feeds,
+        params,
+    }: ReaderRequest,
+) -> Reply {
+    let link = params
+        .one("quickadd")
+        .map(|link| link.strip_prefix("feed/").unwrap_or(link).to_owned())
+        .ok_or_else(|| AppError::bad_input("quickadd", "give quickadd=<feed URL>"))?;
+    let created = feeds
+        .create_feeds(
+            user,
+            vec![NewFeed {
+                link: link.clone(),
+                ..Default::default()
+            }],
+        )
+        .await?;
+    let id = created.first().map(|feed| feed.id).unwrap_or_default();
+    Ok(
+        Json(json!({ "numResults": 1, "query": link, "streamId": format!("feed/{id}") }))
+            .into_response(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_parse_in_every_spelling() {
+        assert_eq!(parse_stream(READING_LIST), Some(Stream::ReadingList));
+        assert_eq!(
+            parse_stream("user/1005921515/state/com.google/starred"),
+            Some(Stream::Starred)
+        );
+        assert_eq!(parse_stream(READ), Some(Stream::Read));
+        assert_eq!(parse_stream("feed/42"), Some(Stream::Feed(42)));
+        assert_eq!(
+            parse_stream("user/-/label/Tech News"),
+            Some(Stream::Label("Tech News".into()))
+        );
+        assert_eq!(parse_stream("feed/https://example.com/rss"), None);
+        assert_eq!(parse_stream("user/-/label/"), None);
+        assert_eq!(parse_stream("pop/-/x"), None);
+    }
+
+    #[test]
+    fn item_ids_round_trip_in_both_forms() {
+        assert_eq!(
+            long_item_id(42),
+            "tag:google.com,2005:reader/item/000000000000002a"
+        );
+        assert_eq!(parse_item_id(&long_item_id(42)), Some(42));
+        assert_eq!(parse_item_id("42"), Some(42));
+        assert_eq!(parse_item_id("tag:google.com,2005:reader/item/zz"), None);
+        assert_eq!(parse_item_id("-3"), None);
+        assert_eq!(parse_item_id("0"), None);
+    }
+}
