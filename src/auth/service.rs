@@ -147,6 +147,48 @@ impl AuthService {
         self.issue(user, session_id, refresh, Some(session_secret), now)
     }
 
+    /// Runs another credential check (the reader APIs' logins) under the
+    /// same login throttle: a blocked caller is refused before `check`
+    /// runs; `None` (wrong credentials) counts as a failed attempt.
+    pub async fn throttled<T>(
+        &self,
+        username: Option<&str>,
+        meta: &RequestMeta,
+        check: impl Future<Output = AppResult<Option<T>>>,
+    ) -> AppResult<Option<T>> {
+        let name = username.map(|u| u.trim().to_lowercase());
+        let mut keys = vec![LimitKey::Ip(meta.client_ip)];
+        keys.extend(name.clone().map(LimitKey::Username));
+        if let Some(wait) = self.limiter.retry_after(&keys, Instant::now()) {
+            return Err(AppError::RateLimited {
+                retry_after: wait.as_secs_f64().ceil() as u64,
+            });
+        }
+        let outcome = check.await?;
+        match (&outcome, &name) {
+            (None, _) => {
+                self.limiter.record_failure(&keys, Instant::now());
+                tracing::info!(client_ip = %meta.client_ip, "reader API login failed");
+            }
+            (Some(_), Some(name)) => self.limiter.record_success(name),
+            (Some(_), None) => {}
+        }
+        Ok(outcome)
+    }
+
+    /// Whether `candidate` is the viewer's account password.
+    pub async fn is_account_password(&self, user_id: Uuid, candidate: &str) -> AppResult<bool> {
+        let stored = user::Entity::find_by_id(user_id)
+            .one(&self.db)
+            .await?
+            .map(|user| user.password_hash)
+            .ok_or(AppError::Unauthenticated("account no longer exists"))?;
+        let candidate = candidate.to_owned();
+        tokio::task::spawn_blocking(move || password::verify(&candidate, &stored))
+            .await
+            .map_err(AppError::internal)
+    }
+
     /// Rotates a refresh token: the presented token is spent and a new one
     /// issued. Presenting an already-spent token revokes the whole session.
     pub async fn refresh(&self, presented: &str) -> AppResult<IssuedTokens> {
@@ -326,6 +368,12 @@ impl AuthService {
             .col_expr(user::Column::PasswordHash, Expr::value(hash))
             .col_expr(user::Column::UpdatedAt, Expr::value(now))
             .filter(user::Column::Id.eq(user.id))
+            .exec(&txn)
+            .await?;
+        // A reader-API password set from a stolen session must not outlive
+        // the password change that evicts the thief.
+        entity::reader_credential::Entity::delete_many()
+            .filter(entity::reader_credential::Column::UserId.eq(user.id))
             .exec(&txn)
             .await?;
         session::Entity::update_many()

@@ -9,12 +9,13 @@
 //! A thin adapter: the data comes from [`FeedsService`], scoped to the
 //! key's user like everything else.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, net::SocketAddr};
 
 use axum::{
     Json,
     body::Bytes,
-    extract::{RawQuery, State},
+    extract::{ConnectInfo, RawQuery, State},
+    http::HeaderMap,
     response::{IntoResponse, Response},
 };
 use chrono::{DateTime, Utc};
@@ -28,9 +29,14 @@ use uuid::Uuid;
 
 use super::{
     reader_auth,
+    sanitize::sanitize_html,
     service::{FeedsService, ReadScope},
 };
-use crate::{app::AppState, error::AppResult};
+use crate::{
+    app::AppState,
+    error::{AppError, AppResult},
+    http::client::RequestMeta,
+};
 
 pub const API_VERSION: i64 = 3;
 /// Items per `items` request, as the protocol fixes it.
@@ -48,13 +54,27 @@ fn parameters(query: Option<&str>, body: &[u8]) -> HashMap<String, String> {
 
 pub async fn fever(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Response {
     let params = parameters(query.as_deref(), &body);
+    // The key only from the body: a query string ends up in access logs.
+    let key = url::form_urlencoded::parse(&body)
+        .find(|(name, _)| name == "api_key")
+        .map(|(_, value)| value.into_owned());
+    let meta = RequestMeta::from_parts(peer.ip(), &headers, &state.services.config.trusted_proxies);
     let db = &state.services.db;
-    let user = match params.get("api_key") {
-        Some(key) => reader_auth::fever_user(db, key).await,
+    // Wrong keys are throttled per client address like failed logins.
+    let user = match key {
+        Some(key) => {
+            state
+                .services
+                .auth
+                .throttled(None, &meta, reader_auth::fever_user(db, &key))
+                .await
+        }
         None => Ok(None),
     };
     let mut answer = Map::new();
@@ -158,18 +178,30 @@ async fn respond(
                 .filter(item::Column::Id.gt(number("since_id").unwrap_or(0)))
                 .order_by_asc(item::Column::Id)
         };
+        let links: HashMap<i64, String> = feeds
+            .feeds(user, None)
+            .await?
+            .into_iter()
+            .map(|feed| (feed.id, feed.link))
+            .collect();
         let items: Vec<Value> = select
             .limit(PAGE)
             .all(feeds.db())
             .await?
             .into_iter()
             .map(|item| {
+                // Served like GraphQL's `content`: sanitized, links made absolute.
+                let base = item
+                    .link
+                    .as_deref()
+                    .or(links.get(&item.feed_id).map(String::as_str))
+                    .and_then(|link| url::Url::parse(link).ok());
                 json!({
                     "id": item.id,
                     "feed_id": item.feed_id,
                     "title": item.title,
                     "author": "",
-                    "html": item.content,
+                    "html": sanitize_html(&item.content, base.as_ref()),
                     "url": item.link.unwrap_or_default(),
                     "is_saved": i32::from(item.starred),
                     "is_read": i32::from(!item.unread),
@@ -202,26 +234,29 @@ async fn mark(
     id: i64,
     before: Option<i64>,
 ) -> AppResult<()> {
-    let before = before.and_then(|secs| DateTime::<Utc>::from_timestamp(secs, 0));
-    match (what, action) {
-        ("item", "read") => feeds.set_unread(user, &[id], false).await.map(drop),
-        ("item", "unread") => feeds.set_unread(user, &[id], true).await.map(drop),
-        ("item", "saved") => feeds.set_starred(user, &[id], true).await.map(drop),
-        ("item", "unsaved") => feeds.set_starred(user, &[id], false).await.map(drop),
-        ("feed", "read") => feeds
-            .mark_all_read(user, ReadScope::Feed(id), before)
-            .await
-            .map(drop),
+    let before = before.and_then(super::greader::unix_time);
+    let done = match (what, action) {
+        // Negative ids are Fever's Sparks, which Trellis does not have.
+        _ if id < 0 => Ok(0),
+        ("item", "read") => feeds.set_unread(user, &[id], false).await,
+        ("item", "unread") => feeds.set_unread(user, &[id], true).await,
+        ("item", "saved") => feeds.set_starred(user, &[id], true).await,
+        ("item", "unsaved") => feeds.set_starred(user, &[id], false).await,
+        ("feed", "read") => feeds.mark_all_read(user, ReadScope::Feed(id), before).await,
         // Group 0 is Fever's "Kindling": everything.
-        ("group", "read") if id == 0 => feeds
-            .mark_all_read(user, ReadScope::All, before)
-            .await
-            .map(drop),
-        ("group", "read") => feeds
-            .mark_all_read(user, ReadScope::Group(id), before)
-            .await
-            .map(drop),
-        _ => Ok(()),
+        ("group", "read") if id == 0 => feeds.mark_all_read(user, ReadScope::All, before).await,
+        ("group", "read") => {
+            feeds
+                .mark_all_read(user, ReadScope::Group(id), before)
+                .await
+        }
+        _ => Ok(0),
+    };
+    match done {
+        // A feed or group deleted meanwhile: nothing to mark, and the
+        // client's sync must go on.
+        Ok(_) | Err(AppError::NotFound(_)) => Ok(()),
+        Err(error) => Err(error),
     }
 }
 

@@ -886,16 +886,27 @@ impl FeedsMutation {
         Ok(Task::from(&services.jobs.enqueue(task).await?.task))
     }
 
-    /// Sets the password mobile reader apps sign in with (Fever: your
-    /// username and this password). Never your account password: the
-    /// Fever protocol sends `md5(username:password)` with every request.
+    /// Sets the password mobile reader apps sign in with (your username —
+    /// lower case — and this password). It must differ from your account
+    /// password (`currentPassword`), because the Fever protocol sends
+    /// `md5(username:password)` with every request. Changing the account
+    /// password turns the reader APIs off again.
     async fn set_reader_password(
         &self,
         ctx: &Context<'_>,
+        current_password: String,
         password: String,
     ) -> async_graphql::Result<bool> {
         let viewer = ctx.viewer()?;
-        reader_auth::set_password(&ctx.services()?.db, viewer, password.into()).await?;
+        let services = ctx.services()?;
+        reader_auth::set_password(
+            &services.db,
+            &services.auth,
+            viewer,
+            current_password.into(),
+            password.into(),
+        )
+        .await?;
         Ok(true)
     }
 

@@ -5,11 +5,12 @@
 //!   reader password) → `Auth=<token>`; later requests send
 //!   `Authorization: GoogleLogin auth=<token>`. The token is an HMAC of the
 //!   user id keyed by the stored password hash: stateless, and changing or
-//!   clearing the reader password revokes it.
+//!   clearing the reader password (or the account password, which clears
+//!   it) revokes it. Logins are throttled like the account login.
 //! - `GET /reader/api/0/{token,user-info,subscription/list,tag/list,unread-count}`
 //! - `GET /reader/api/0/stream/items/ids`, `GET /reader/api/0/stream/contents/<stream>`,
 //!   `POST /reader/api/0/stream/items/contents`
-//! - `POST /reader/api/0/{edit-tag,mark-all-as-read,subscription/edit,subscription/quickadd}`
+//! - `POST /reader/api/0/{edit-tag,mark-all-as-read,subscription/edit,subscription/quickadd,rename-tag,disable-tag}`
 //!
 //! Streams: `user/-/state/com.google/{reading-list,starred,read}`,
 //! `feed/<id>`, `user/-/label/<group name>`. Item ids are accepted in both
@@ -17,12 +18,12 @@
 //! (decimal) form. The stream/id grammar is pure ([`parse_stream`],
 //! [`parse_item_id`]); everything else goes through [`FeedsService`].
 
-use std::collections::HashMap;
+use std::{collections::HashMap, net::SocketAddr};
 
 use axum::{
     Json, Router,
     body::Bytes,
-    extract::{FromRequest, Path, RawQuery, Request, State},
+    extract::{ConnectInfo, FromRequest, Path, RawQuery, Request, State},
     http::{HeaderMap, StatusCode, header},
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -40,12 +41,12 @@ use crate::{
     app::AppState,
     auth::password,
     error::{AppError, AppResult},
+    http::client::RequestMeta,
 };
 
 const READING_LIST: &str = "user/-/state/com.google/reading-list";
 const STARRED: &str = "user/-/state/com.google/starred";
 const READ: &str = "user/-/state/com.google/read";
-const KEPT_UNREAD: &str = "user/-/state/com.google/kept-unread";
 const LABEL_PREFIX: &str = "user/-/label/";
 const ITEM_PREFIX: &str = "tag:google.com,2005:reader/item/";
 /// Most ids one `stream/items/ids` answer carries.
@@ -55,10 +56,8 @@ const MAX_CONTENTS: u64 = 1_000;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route(
-            "/accounts/ClientLogin",
-            post(client_login).get(client_login),
-        )
+        // POST only: a password in a query string ends up in logs.
+        .route("/accounts/ClientLogin", post(client_login))
         .route("/reader/api/0/token", get(token))
         .route("/reader/api/0/user-info", get(user_info))
         .route("/reader/api/0/subscription/list", get(subscription_list))
@@ -78,6 +77,8 @@ pub fn routes() -> Router<AppState> {
         .route("/reader/api/0/mark-all-as-read", post(mark_all_as_read))
         .route("/reader/api/0/subscription/edit", post(subscription_edit))
         .route("/reader/api/0/subscription/quickadd", post(quickadd))
+        .route("/reader/api/0/rename-tag", post(rename_tag))
+        .route("/reader/api/0/disable-tag", post(disable_tag))
 }
 
 /// A stream a client can ask for.
@@ -86,6 +87,8 @@ pub enum Stream {
     ReadingList,
     Starred,
     Read,
+    /// A tag only (`edit-tag`): the user kept the item unread.
+    KeptUnread,
     Feed(i64),
     Label(String),
 }
@@ -103,6 +106,7 @@ pub fn parse_stream(value: &str) -> Option<Stream> {
         "state/com.google/reading-list" => Some(Stream::ReadingList),
         "state/com.google/starred" => Some(Stream::Starred),
         "state/com.google/read" => Some(Stream::Read),
+        "state/com.google/kept-unread" => Some(Stream::KeptUnread),
         _ => path
             .strip_prefix("label/")
             .filter(|name| !name.is_empty())
@@ -119,6 +123,18 @@ pub fn parse_item_id(value: &str) -> Option<i64> {
         None => value.parse().ok(),
     }
     .filter(|id| *id > 0)
+}
+
+/// A Unix time (seconds, or microseconds when it is that large) within
+/// 1970–9999: what both databases store.
+pub fn unix_time(value: i64) -> Option<DateTime<Utc>> {
+    const MAX_SECONDS: i64 = 253_402_300_799; // 9999-12-31T23:59:59Z
+    let seconds = if value > MAX_SECONDS {
+        value / 1_000_000
+    } else {
+        value
+    };
+    DateTime::<Utc>::from_timestamp(seconds.clamp(0, MAX_SECONDS), 0)
 }
 
 pub fn long_item_id(id: i64) -> String {
@@ -268,8 +284,12 @@ fn ok() -> Reply {
     Ok("OK".into_response())
 }
 
+/// `POST /accounts/ClientLogin` (`Email`, `Passwd`, optional
+/// `output=json`), throttled like the account login.
 async fn client_login(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Response {
@@ -277,7 +297,8 @@ async fn client_login(
     let (Some(username), Some(candidate)) = (params.one("Email"), params.one("Passwd")) else {
         return (StatusCode::UNAUTHORIZED, "Error=BadAuthentication\n").into_response();
     };
-    let result: AppResult<Option<String>> = async {
+    let meta = RequestMeta::from_parts(peer.ip(), &headers, &state.services.config.trusted_proxies);
+    let check = async {
         let user = entity::user::Entity::find()
             .filter(entity::user::Column::Username.eq(username.trim().to_lowercase()))
             .one(&state.services.db)
@@ -304,9 +325,16 @@ async fn client_login(
             (Some(user), Some(credential), true) => Some(sign(user.id, &credential.password_hash)),
             _ => None,
         })
-    }
-    .await;
-    match result {
+    };
+    match state
+        .services
+        .auth
+        .throttled(Some(username), &meta, check)
+        .await
+    {
+        Ok(Some(token)) if params.one("output") == Some("json") => {
+            Json(json!({ "SID": token, "LSID": token, "Auth": token })).into_response()
+        }
         Ok(Some(token)) => format!("SID={token}\nLSID={token}\nAuth={token}\n").into_response(),
         Ok(None) => (StatusCode::UNAUTHORIZED, "Error=BadAuthentication\n").into_response(),
         Err(error) => error.into_response(),
@@ -414,35 +442,25 @@ fn stream_items(
         Stream::ReadingList => select,
         Stream::Starred => select.filter(item::Column::Starred.eq(true)),
         Stream::Read => select.filter(item::Column::Unread.eq(false)),
+        Stream::KeptUnread => select.filter(item::Column::Unread.eq(true)),
         Stream::Feed(id) => select.filter(item::Column::FeedId.eq(id)),
         Stream::Label(name) => {
             select.filter(item::Column::FeedId.in_subquery(feed_ids_in_named_group(user, &name)))
         }
     };
-    for excluded in params.all("xt") {
-        select = match excluded {
-            READ => select.filter(item::Column::Unread.eq(true)),
-            STARRED => select.filter(item::Column::Starred.eq(false)),
-            _ => select,
-        };
+    for (key, keep) in [("xt", false), ("it", true)] {
+        for tag in params.all(key).into_iter().filter_map(parse_stream) {
+            select = match tag {
+                Stream::Read => select.filter(item::Column::Unread.eq(!keep)),
+                Stream::Starred => select.filter(item::Column::Starred.eq(keep)),
+                _ => select,
+            };
+        }
     }
-    for included in params.all("it") {
-        select = match included {
-            READ => select.filter(item::Column::Unread.eq(false)),
-            STARRED => select.filter(item::Column::Starred.eq(true)),
-            _ => select,
-        };
-    }
-    if let Some(since) = params
-        .number("ot")
-        .and_then(|s| DateTime::<Utc>::from_timestamp(s, 0))
-    {
+    if let Some(since) = params.number("ot").and_then(unix_time) {
         select = select.filter(item::Column::PubDate.gte(since));
     }
-    if let Some(until) = params
-        .number("nt")
-        .and_then(|s| DateTime::<Utc>::from_timestamp(s, 0))
-    {
+    if let Some(until) = params.number("nt").and_then(unix_time) {
         select = select.filter(item::Column::PubDate.lt(until));
     }
     Ok(if params.one("r") == Some("o") {
@@ -620,6 +638,9 @@ async fn contents(
     Ok(json!({ "id": stream, "updated": Utc::now().timestamp(), "items": items }))
 }
 
+/// Most item ids one `edit-tag` takes.
+const MAX_EDIT: usize = 10_000;
+
 async fn edit_tag(
     ReaderRequest {
         user,
@@ -627,26 +648,28 @@ async fn edit_tag(
         params,
     }: ReaderRequest,
 ) -> Reply {
-    let ids = params.item_ids(usize::MAX);
+    let ids = params.item_ids(MAX_EDIT);
     if ids.is_empty() {
         return Err(AppError::bad_input("i", "no item ids").into());
     }
-    for chunk in ids.chunks(super::service::MAX_IDS) {
-        for tag in params.all("a") {
+    // Reduce the tags to at most one read and one starred change.
+    let (mut unread, mut starred) = (None, None);
+    for (key, add) in [("a", true), ("r", false)] {
+        for tag in params.all(key).into_iter().filter_map(parse_stream) {
             match tag {
-                READ => feeds.set_unread(user, chunk, false).await.map(drop)?,
-                KEPT_UNREAD => feeds.set_unread(user, chunk, true).await.map(drop)?,
-                STARRED => feeds.set_starred(user, chunk, true).await.map(drop)?,
+                Stream::Read => unread = Some(!add),
+                Stream::KeptUnread => unread = Some(add),
+                Stream::Starred => starred = Some(add),
                 _ => {}
             }
         }
-        for tag in params.all("r") {
-            match tag {
-                READ => feeds.set_unread(user, chunk, true).await.map(drop)?,
-                KEPT_UNREAD => feeds.set_unread(user, chunk, false).await.map(drop)?,
-                STARRED => feeds.set_starred(user, chunk, false).await.map(drop)?,
-                _ => {}
-            }
+    }
+    for chunk in ids.chunks(super::service::MAX_IDS) {
+        if let Some(unread) = unread {
+            feeds.set_unread(user, chunk, unread).await?;
+        }
+        if let Some(starred) = starred {
+            feeds.set_starred(user, chunk, starred).await?;
         }
     }
     ok()
@@ -664,13 +687,7 @@ async fn mark_all_as_read(
         .and_then(parse_stream)
         .ok_or_else(|| AppError::bad_input("s", "unknown stream"))?;
     // `ts` is in microseconds (some clients send seconds).
-    let before = params.number("ts").and_then(|ts| {
-        if ts > 100_000_000_000 {
-            DateTime::<Utc>::from_timestamp_micros(ts)
-        } else {
-            DateTime::<Utc>::from_timestamp(ts, 0)
-        }
-    });
+    let before = params.number("ts").and_then(unix_time);
     match stream {
         Stream::ReadingList => feeds.mark_all_read(user, ReadScope::All, before).await?,
         Stream::Feed(id) => {
@@ -686,7 +703,7 @@ async fn mark_all_as_read(
             }
             None => 0,
         },
-        Stream::Starred | Stream::Read => 0,
+        Stream::Starred | Stream::Read | Stream::KeptUnread => 0,
     };
     ok()
 }
@@ -801,11 +818,55 @@ async fn quickadd(
             }],
         )
         .await?;
-    let id = created.first().map(|feed| feed.id).unwrap_or_default();
-    Ok(
-        Json(json!({ "numResults": 1, "query": link, "streamId": format!("feed/{id}") }))
-            .into_response(),
-    )
+    let (id, name) = created
+        .first()
+        .map(|feed| (feed.id, feed.name.clone()))
+        .unwrap_or_default();
+    Ok(Json(json!({
+        "numResults": 1,
+        "query": link,
+        "streamId": format!("feed/{id}"),
+        "streamName": name,
+    }))
+    .into_response())
+}
+
+/// `rename-tag`: `s=user/-/label/<old>`, `dest=user/-/label/<new>` renames a group.
+async fn rename_tag(
+    ReaderRequest {
+        user,
+        feeds,
+        params,
+    }: ReaderRequest,
+) -> Reply {
+    let (Some(Stream::Label(old)), Some(Stream::Label(new))) = (
+        params.one("s").and_then(parse_stream),
+        params.one("dest").and_then(parse_stream),
+    ) else {
+        return Err(AppError::bad_input("s", "give s and dest as user/-/label/<name>").into());
+    };
+    if let Some(group) = group_named(&feeds, user, &old).await? {
+        feeds.rename_group(user, group, &new).await?;
+    }
+    ok()
+}
+
+/// `disable-tag`: `s=user/-/label/<name>` deletes a group; its feeds move to
+/// the default group.
+async fn disable_tag(
+    ReaderRequest {
+        user,
+        feeds,
+        params,
+    }: ReaderRequest,
+) -> Reply {
+    let Some(Stream::Label(name)) = params.one("s").and_then(parse_stream) else {
+        return Err(AppError::bad_input("s", "give s=user/-/label/<name>").into());
+    };
+    if let Some(group) = group_named(&feeds, user, &name).await? {
+        feeds.delete_group(user, group).await?;
+    }
+    ok()
 }
 
 #[cfg(test)]

@@ -14,9 +14,9 @@ use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
 
 use crate::{
-    auth::{Viewer, password},
+    auth::{Viewer, password, service::AuthService},
     digest::sha256_hex,
-    error::AppResult,
+    error::{AppError, AppResult},
 };
 
 /// The Fever API key for `username` and `password`: `md5("username:password")`, hex.
@@ -25,13 +25,35 @@ pub fn fever_key(username: &str, password: &str) -> String {
     digest.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
-/// Sets (or replaces) the viewer's reader password.
+/// Sets (or replaces) the viewer's reader password. The account password
+/// must be given (a stolen session alone cannot plant a lasting key), and
+/// the reader password must differ from it (Fever exposes it as an MD5).
 pub async fn set_password(
     db: &DatabaseConnection,
+    auth: &AuthService,
     viewer: &Viewer,
+    current: SecretString,
     new: SecretString,
 ) -> AppResult<()> {
     password::validate_new("password", new.expose_secret())?;
+    if !auth
+        .is_account_password(viewer.user_id, current.expose_secret())
+        .await?
+    {
+        return Err(AppError::bad_input(
+            "currentPassword",
+            "current password is wrong",
+        ));
+    }
+    if auth
+        .is_account_password(viewer.user_id, new.expose_secret())
+        .await?
+    {
+        return Err(AppError::bad_input(
+            "password",
+            "use a password other than your account password: reader apps send it as an MD5 hash",
+        ));
+    }
     let key_hash = sha256_hex(&[&fever_key(&viewer.username, new.expose_secret())]);
     let password_hash = password::hash_blocking(new).await?;
     let now = Utc::now();

@@ -1423,7 +1423,11 @@ async fn fever_api_serves_and_marks_the_users_items(backend: Backend) {
             "/fever.xml",
             Route::rss(rss2(
                 "Fever Feed",
-                &[("1", "One", "1"), ("2", "Two", "2"), ("3", "Three", "3")],
+                &[
+                    ("1", "One", "<p>1<script>x()</script></p>"),
+                    ("2", "Two", "2"),
+                    ("3", "Three", "3"),
+                ],
             )),
         )
         .await;
@@ -1433,8 +1437,25 @@ async fn fever_api_serves_and_marks_the_users_items(backend: Backend) {
         json!({ "api_version": 3, "auth": 0 }),
         "not enabled yet"
     );
+    let set = "mutation($c: String!, $p: String!) { setReaderPassword(currentPassword: $c, password: $p) }";
+    let same = ada
+        .raw(set, json!({ "c": "ada-password", "p": "ada-password" }))
+        .await;
+    assert_eq!(
+        same.error_code(),
+        Some("BAD_USER_INPUT"),
+        "never the account password"
+    );
+    let stolen = ada
+        .raw(set, json!({ "c": "a-guess-at-it", "p": "fever-pass-123" }))
+        .await;
+    assert_eq!(
+        stolen.error_code(),
+        Some("BAD_USER_INPUT"),
+        "a session alone is not enough"
+    );
     ada.data(
-        "mutation { setReaderPassword(password: \"fever-pass-123\") }",
+        "mutation { setReaderPassword(currentPassword: \"ada-password\", password: \"fever-pass-123\") }",
         json!({}),
     )
     .await;
@@ -1444,7 +1465,7 @@ async fn fever_api_serves_and_marks_the_users_items(backend: Backend) {
     );
     let short = ada
         .raw(
-            "mutation { setReaderPassword(password: \"short\") }",
+            "mutation { setReaderPassword(currentPassword: \"ada-password\", password: \"short\") }",
             json!({}),
         )
         .await;
@@ -1478,6 +1499,11 @@ async fn fever_api_serves_and_marks_the_users_items(backend: Backend) {
             .unwrap()
             .iter()
             .all(|i| i["is_read"] == 0)
+    );
+    let html = items["items"][0]["html"].as_str().unwrap();
+    assert!(
+        html.contains("<p>1</p>") && !html.contains("script"),
+        "sanitized: {html}"
     );
     let newer = fever(&app, &format!("items&since_id={}", ids[0]), &key).await;
     assert_eq!(newer["items"].as_array().unwrap().len(), 2);
@@ -1539,7 +1565,7 @@ async fn fever_api_serves_and_marks_the_users_items(backend: Backend) {
     // Another user's key sees none of it and changes none of it.
     let bob = Reader::new(&app, "bob").await;
     bob.data(
-        "mutation { setReaderPassword(password: \"bob-fever-pass\") }",
+        "mutation { setReaderPassword(currentPassword: \"bob-password\", password: \"bob-fever-pass\") }",
         json!({}),
     )
     .await;
@@ -1560,6 +1586,8 @@ async fn fever_api_serves_and_marks_the_users_items(backend: Backend) {
     assert_eq!(theirs["saved_item_ids"], "");
     assert_eq!(ada.items(json!({ "starred": true })).await.len(), 1);
 
+    let in_query = fever(&app, &format!("items&api_key={ADA_KEY}"), &[]).await;
+    assert_eq!(in_query["auth"], 0, "the key is only read from the body");
     let wrong = fever(
         &app,
         "items",
@@ -1570,6 +1598,17 @@ async fn fever_api_serves_and_marks_the_users_items(backend: Backend) {
     ada.data("mutation { clearReaderPassword }", json!({}))
         .await;
     assert_eq!(fever(&app, "items", &key).await["auth"], 0);
+
+    // Changing the account password turns the reader APIs off.
+    bob.data(
+        "mutation { changePassword(currentPassword: \"bob-password\", newPassword: \"bob-password-2\") }",
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        fever(&app, "items", &[("api_key", BOB_KEY)]).await["auth"],
+        0
+    );
 }
 
 /// A Google Reader API client: its token and the server.
@@ -1688,7 +1727,7 @@ async fn google_reader_api_serves_and_edits_the_users_items(backend: Backend) {
         "no reader password yet"
     );
     ada.data(
-        "mutation { setReaderPassword(password: \"reader-pass-1\") }",
+        "mutation { setReaderPassword(currentPassword: \"ada-password\", password: \"reader-pass-1\") }",
         json!({}),
     )
     .await;
@@ -1801,6 +1840,65 @@ async fn google_reader_api_serves_and_edits_the_users_items(backend: Backend) {
     let counts = gr.json("unread-count?output=json").await;
     assert_eq!(count_of(&counts, READING_LIST), Some(json!(0)));
 
+    // Tags in the user-id spelling, as some clients write them.
+    let (unread_again, _) = gr
+        .ids(&format!(
+            "s={READING_LIST}&xt=user/1005921515/state/com.google/read"
+        ))
+        .await;
+    assert!(unread_again.is_empty(), "everything was marked read");
+    gr.post(
+        "edit-tag",
+        &[
+            ("i", &rest[0]),
+            ("r", "user/1005921515/state/com.google/read"),
+        ],
+    )
+    .await;
+    let counts = gr.json("unread-count?output=json").await;
+    assert_eq!(count_of(&counts, READING_LIST), Some(json!(1)));
+
+    // Folders: rename, then delete (its feed moves to the default group).
+    gr.post(
+        "rename-tag",
+        &[("s", "user/-/label/Tech"), ("dest", "user/-/label/Science")],
+    )
+    .await;
+    let tags = gr.json("tag/list").await.to_string();
+    assert!(
+        tags.contains("user/-/label/Science") && !tags.contains("label/Tech"),
+        "{tags}"
+    );
+    gr.post("disable-tag", &[("s", "user/-/label/Science")])
+        .await;
+    let subscriptions = gr.json("subscription/list").await;
+    assert_eq!(
+        subscriptions["subscriptions"][0]["categories"][0]["label"],
+        "Default"
+    );
+
+    // The login answers JSON when asked, and never takes the password in a URL.
+    let json_login = app
+        .client
+        .post(app.url("/accounts/ClientLogin"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("Email=ada&Passwd=reader-pass-1&output=json")
+        .send()
+        .await
+        .unwrap();
+    let body: Value = json_login.json().await.unwrap();
+    assert!(
+        body["Auth"].as_str().is_some_and(|auth| !auth.is_empty()),
+        "{body}"
+    );
+    let by_get = app
+        .client
+        .get(app.url("/accounts/ClientLogin?Email=ada&Passwd=reader-pass-1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(by_get.status(), 405);
+
     server.set("/gr2.xml", Route::rss(rss2("Second", &[("x", "X", "x")])));
     let (status, body) = gr
         .post(
@@ -1847,7 +1945,7 @@ async fn google_reader_api_serves_and_edits_the_users_items(backend: Backend) {
     // Another user's token sees and changes nothing of ada's.
     let bob = Reader::new(&app, "bob").await;
     bob.data(
-        "mutation { setReaderPassword(password: \"bob-reader-1\") }",
+        "mutation { setReaderPassword(currentPassword: \"bob-password\", password: \"bob-reader-1\") }",
         json!({}),
     )
     .await;
