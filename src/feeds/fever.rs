@@ -9,13 +9,12 @@
 //! A thin adapter: the data comes from [`FeedsService`], scoped to the
 //! key's user like everything else.
 
-use std::{collections::HashMap, net::SocketAddr};
+use std::collections::HashMap;
 
 use axum::{
     Json,
     body::Bytes,
-    extract::{ConnectInfo, RawQuery, State},
-    http::HeaderMap,
+    extract::{RawQuery, State},
     response::{IntoResponse, Response},
 };
 use chrono::{DateTime, Utc};
@@ -54,8 +53,7 @@ fn parameters(query: Option<&str>, body: &[u8]) -> HashMap<String, String> {
 
 pub async fn fever(
     State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
+    meta: RequestMeta,
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Response {
@@ -64,7 +62,6 @@ pub async fn fever(
     let key = url::form_urlencoded::parse(&body)
         .find(|(name, _)| name == "api_key")
         .map(|(_, value)| value.into_owned());
-    let meta = RequestMeta::from_parts(peer.ip(), &headers, &state.services.config.trusted_proxies);
     let db = &state.services.db;
     // Wrong keys are throttled per client address like failed logins.
     let user = match key {

@@ -18,12 +18,12 @@
 //! (decimal) form. The stream/id grammar is pure ([`parse_stream`],
 //! [`parse_item_id`]); everything else goes through [`FeedsService`].
 
-use std::{collections::HashMap, net::SocketAddr};
+use std::collections::HashMap;
 
 use axum::{
     Json, Router,
     body::Bytes,
-    extract::{ConnectInfo, FromRequest, Path, RawQuery, Request, State},
+    extract::{FromRequest, Path, RawQuery, Request, State},
     http::{HeaderMap, StatusCode, header},
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -288,8 +288,7 @@ fn ok() -> Reply {
 /// `output=json`), throttled like the account login.
 async fn client_login(
     State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
+    meta: RequestMeta,
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Response {
@@ -297,7 +296,6 @@ async fn client_login(
     let (Some(username), Some(candidate)) = (params.one("Email"), params.one("Passwd")) else {
         return (StatusCode::UNAUTHORIZED, "Error=BadAuthentication\n").into_response();
     };
-    let meta = RequestMeta::from_parts(peer.ip(), &headers, &state.services.config.trusted_proxies);
     let check = async {
         let user = entity::user::Entity::find()
             .filter(entity::user::Column::Username.eq(username.trim().to_lowercase()))

@@ -8,8 +8,6 @@
 //! (400: malformed JSON, oversized batch) and `UNAUTHENTICATED` (401: a bad
 //! bearer token).
 
-use std::net::SocketAddr;
-
 use async_graphql::{
     BatchRequest, Data,
     http::{ALL_WEBSOCKET_PROTOCOLS, GraphiQLSource},
@@ -18,7 +16,7 @@ use async_graphql_axum::{GraphQLProtocol, GraphQLWebSocket};
 use axum::{
     Json,
     body::Bytes,
-    extract::{ConnectInfo, State, WebSocketUpgrade, rejection::BytesRejection},
+    extract::{State, WebSocketUpgrade, rejection::BytesRejection},
     http::{HeaderMap, HeaderValue, StatusCode, header},
     response::{Html, IntoResponse, Response},
 };
@@ -40,7 +38,7 @@ fn http_error(status: StatusCode, code: &str, message: impl Into<String>) -> Res
 /// `POST /graphql`: one operation or a batch (JSON array).
 pub async fn graphql_post(
     State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    meta: RequestMeta,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -112,7 +110,6 @@ pub async fn graphql_post(
         }
         Err(error) => return error.into_response(),
     };
-    let meta = RequestMeta::from_parts(peer.ip(), &headers, &state.services.config.trusted_proxies);
     let mut batch = batch.data(meta).data(Loaders::new(&state.services.db));
     if let Some(viewer) = viewer {
         batch = batch.data(viewer);
@@ -150,12 +147,11 @@ pub async fn graphiql() -> impl IntoResponse {
 /// site cannot ride a user's cookie over a WebSocket.
 pub async fn graphql_ws(
     State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    meta: RequestMeta,
     protocol: GraphQLProtocol,
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    let meta = RequestMeta::from_parts(peer.ip(), &headers, &state.services.config.trusted_proxies);
     let cookie_viewer = if state.origin_allowed(&meta) {
         let secret = crate::auth::cookie::session_secret(&headers);
         match secret {

@@ -3,12 +3,42 @@
 pub mod client;
 pub mod ops;
 
-use axum::http::{HeaderMap, header::AUTHORIZATION};
+use std::net::SocketAddr;
 
-use crate::{
-    auth::{Viewer, cookie, service::AuthService},
-    error::AppResult,
+use axum::{
+    extract::{ConnectInfo, FromRequestParts},
+    http::{HeaderMap, header::AUTHORIZATION, request::Parts},
+    response::{IntoResponse, Response},
 };
+
+use self::client::RequestMeta;
+use crate::{
+    app::AppState,
+    auth::{Viewer, cookie, service::AuthService},
+    error::{AppError, AppResult},
+};
+
+/// The caller's facts as an extractor: the connection's peer address, with
+/// forwarding headers believed only from `TRELLIS_TRUSTED_PROXIES`.
+impl FromRequestParts<AppState> for RequestMeta {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let ConnectInfo(peer) = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .copied()
+            .ok_or_else(|| {
+                AppError::internal(anyhow::anyhow!("the server runs without connection info"))
+                    .into_response()
+            })?;
+        Ok(RequestMeta::from_parts(
+            peer.ip(),
+            &parts.headers,
+            &state.services.config.trusted_proxies,
+        ))
+    }
+}
 
 /// The bearer token of a request, if it sent one.
 pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
