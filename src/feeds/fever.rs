@@ -28,6 +28,7 @@ use uuid::Uuid;
 
 use super::{
     reader_auth,
+    reader_form::{Params, unix_time},
     sanitize::sanitize_html,
     service::{FeedsService, ReadScope},
 };
@@ -41,35 +42,21 @@ pub const API_VERSION: i64 = 3;
 /// Items per `items` request, as the protocol fixes it.
 pub const PAGE: u64 = 50;
 
-/// The request's parameters: the query string's, then the form body's.
-fn parameters(query: Option<&str>, body: &[u8]) -> HashMap<String, String> {
-    let mut all: HashMap<String, String> =
-        url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-            .into_owned()
-            .collect();
-    all.extend(url::form_urlencoded::parse(body).into_owned());
-    all
-}
-
 pub async fn fever(
     State(state): State<AppState>,
     meta: RequestMeta,
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Response {
-    let params = parameters(query.as_deref(), &body);
-    // The key only from the body: a query string ends up in access logs.
-    let key = url::form_urlencoded::parse(&body)
-        .find(|(name, _)| name == "api_key")
-        .map(|(_, value)| value.into_owned());
+    let params = Params::new(query.as_deref(), &body);
     let db = &state.services.db;
     // Wrong keys are throttled per client address like failed logins.
-    let user = match key {
+    let user = match params.from_body("api_key") {
         Some(key) => {
             state
                 .services
                 .auth
-                .throttled(None, &meta, reader_auth::fever_user(db, &key))
+                .throttled(None, &meta, reader_auth::fever_user(db, key))
                 .await
         }
         None => Ok(None),
@@ -94,13 +81,13 @@ pub async fn fever(
 async fn respond(
     feeds: &FeedsService,
     user: Uuid,
-    params: &HashMap<String, String>,
+    params: &Params,
     answer: &mut Map<String, Value>,
 ) -> AppResult<()> {
-    let has = |flag: &str| params.contains_key(flag);
-    let number = |name: &str| params.get(name).and_then(|v| v.trim().parse::<i64>().ok());
+    let has = |flag: &str| params.has(flag);
+    let number = |name: &str| params.number(name);
     if let (Some(what), Some(action), Some(id)) =
-        (params.get("mark"), params.get("as"), number("id"))
+        (params.one("mark"), params.one("as"), number("id"))
     {
         mark(feeds, user, what, action, id, number("before")).await?;
     }
@@ -157,7 +144,7 @@ async fn respond(
     }
     if has("items") {
         let mut select = feeds.items_of(user);
-        select = if let Some(ids) = params.get("with_ids") {
+        select = if let Some(ids) = params.one("with_ids") {
             let ids: Vec<i64> = ids
                 .split(',')
                 .filter_map(|id| id.trim().parse().ok())
@@ -231,7 +218,7 @@ async fn mark(
     id: i64,
     before: Option<i64>,
 ) -> AppResult<()> {
-    let before = before.and_then(super::greader::unix_time);
+    let before = before.and_then(unix_time);
     let done = match (what, action) {
         // Negative ids are Fever's Sparks, which Trellis does not have.
         _ if id < 0 => Ok(0),

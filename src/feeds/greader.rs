@@ -28,7 +28,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use entity::{feed, item, reader_credential};
 use hmac::{Hmac, Mac};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select};
@@ -36,7 +36,10 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use uuid::Uuid;
 
-use super::service::{FeedPatch, FeedsService, NewFeed, ReadScope};
+use super::{
+    reader_form::{Params, unix_time},
+    service::{FeedPatch, FeedsService, NewFeed, ReadScope},
+};
 use crate::{
     app::AppState,
     auth::password,
@@ -125,62 +128,18 @@ pub fn parse_item_id(value: &str) -> Option<i64> {
     .filter(|id| *id > 0)
 }
 
-/// A Unix time (seconds, or microseconds when it is that large) within
-/// 1970–9999: what both databases store.
-pub fn unix_time(value: i64) -> Option<DateTime<Utc>> {
-    const MAX_SECONDS: i64 = 253_402_300_799; // 9999-12-31T23:59:59Z
-    let seconds = if value > MAX_SECONDS {
-        value / 1_000_000
-    } else {
-        value
-    };
-    DateTime::<Utc>::from_timestamp(seconds.clamp(0, MAX_SECONDS), 0)
-}
-
 pub fn long_item_id(id: i64) -> String {
     format!("{ITEM_PREFIX}{:016x}", id as u64)
 }
 
-/// Form or query parameters; repeated keys (`i`, `a`, `r`) keep every value.
-struct Params(Vec<(String, String)>);
-
-impl Params {
-    fn new(query: Option<&str>, body: &[u8]) -> Self {
-        let mut all: Vec<(String, String)> =
-            url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-                .into_owned()
-                .collect();
-        all.extend(url::form_urlencoded::parse(body).into_owned());
-        Params(all)
-    }
-
-    fn one(&self, key: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn all(&self, key: &str) -> Vec<&str> {
-        self.0
-            .iter()
-            .filter(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-            .collect()
-    }
-
-    /// The `i` parameters as item ids (either form), at most `max`.
-    fn item_ids(&self, max: usize) -> Vec<i64> {
-        self.all("i")
-            .into_iter()
-            .filter_map(parse_item_id)
-            .take(max)
-            .collect()
-    }
-
-    fn number(&self, key: &str) -> Option<i64> {
-        self.one(key).and_then(|v| v.trim().parse().ok())
-    }
+/// The `i` parameters as item ids (either form), at most `max`.
+fn item_ids_of(params: &Params, max: usize) -> Vec<i64> {
+    params
+        .all("i")
+        .into_iter()
+        .filter_map(parse_item_id)
+        .take(max)
+        .collect()
 }
 
 type HmacSha256 = Hmac<Sha256>;
@@ -546,7 +505,7 @@ async fn items_contents(
         params,
     }: ReaderRequest,
 ) -> Reply {
-    let ids = params.item_ids(MAX_CONTENTS as usize);
+    let ids = item_ids_of(&params, MAX_CONTENTS as usize);
     let items = feeds
         .items_of(user)
         .filter(item::Column::Id.is_in(ids))
@@ -646,7 +605,7 @@ async fn edit_tag(
         params,
     }: ReaderRequest,
 ) -> Reply {
-    let ids = params.item_ids(MAX_EDIT);
+    let ids = item_ids_of(&params, MAX_EDIT);
     if ids.is_empty() {
         return Err(AppError::bad_input("i", "no item ids").into());
     }

@@ -11,7 +11,8 @@
 //! - [`sanitize`]: item HTML as it is served; [`discover`] finds feeds a
 //!   page links to; [`opml`] reads and writes subscription lists.
 //! - Mobile apps: [`fever`] (the Fever API) and [`greader`] (the Google
-//!   Reader API), with [`reader_auth`] (their password).
+//!   Reader API), with [`reader_auth`] (their password) and
+//!   [`reader_form`] (their parameters).
 
 pub mod discover;
 pub mod fever;
@@ -23,6 +24,7 @@ pub mod parse;
 pub mod pull;
 pub mod pullpolicy;
 pub mod reader_auth;
+pub mod reader_form;
 pub mod retention;
 pub mod sanitize;
 pub mod scheduler;

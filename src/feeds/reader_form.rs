@@ -1,0 +1,99 @@
+//! What the reader APIs (Fever, Google Reader) read from a request: the
+//! query string and the urlencoded form body, and their Unix times.
+
+use chrono::{DateTime, Utc};
+
+/// A request's parameters. Repeated keys (`i`, `a`, `r`) keep every value;
+/// a single value comes from the form body before the query string.
+pub struct Params {
+    query: Vec<(String, String)>,
+    body: Vec<(String, String)>,
+}
+
+fn first<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .find(|(name, _)| name == key)
+        .map(|(_, value)| value.as_str())
+}
+
+impl Params {
+    pub fn new(query: Option<&str>, body: &[u8]) -> Self {
+        let parse = |bytes: &[u8]| url::form_urlencoded::parse(bytes).into_owned().collect();
+        Params {
+            query: parse(query.unwrap_or_default().as_bytes()),
+            body: parse(body),
+        }
+    }
+
+    /// A value, the form body's over the query string's.
+    pub fn one(&self, key: &str) -> Option<&str> {
+        first(&self.body, key).or_else(|| first(&self.query, key))
+    }
+
+    /// A value from the form body only: secrets must not travel in URLs,
+    /// which end up in access logs.
+    pub fn from_body(&self, key: &str) -> Option<&str> {
+        first(&self.body, key)
+    }
+
+    /// Every value of a repeated key, query string first.
+    pub fn all(&self, key: &str) -> Vec<&str> {
+        self.query
+            .iter()
+            .chain(&self.body)
+            .filter(|(name, _)| name == key)
+            .map(|(_, value)| value.as_str())
+            .collect()
+    }
+
+    /// Whether the key is present at all (Fever's flags carry no value).
+    pub fn has(&self, key: &str) -> bool {
+        self.one(key).is_some()
+    }
+
+    pub fn number(&self, key: &str) -> Option<i64> {
+        self.one(key).and_then(|value| value.trim().parse().ok())
+    }
+}
+
+/// A Unix time (seconds, or microseconds when it is that large) within
+/// 1970–9999: what both databases store.
+pub fn unix_time(value: i64) -> Option<DateTime<Utc>> {
+    const MAX_SECONDS: i64 = 253_402_300_799; // 9999-12-31T23:59:59Z
+    let seconds = if value > MAX_SECONDS {
+        value / 1_000_000
+    } else {
+        value
+    };
+    DateTime::<Utc>::from_timestamp(seconds.clamp(0, MAX_SECONDS), 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_body_wins_and_repeated_keys_keep_every_value() {
+        let params = Params::new(Some("api&s=query&i=1&n=5"), b"s=body&i=2&i=3&api_key=k");
+        assert_eq!(params.one("s"), Some("body"));
+        assert_eq!(params.all("i"), ["1", "2", "3"]);
+        assert_eq!(params.number("n"), Some(5));
+        assert!(params.has("api"));
+        assert_eq!(params.from_body("api_key"), Some("k"));
+        assert_eq!(
+            params.from_body("n"),
+            None,
+            "query values are not body values"
+        );
+    }
+
+    #[test]
+    fn unix_times_take_seconds_or_microseconds_and_stay_in_range() {
+        let at = |s| unix_time(s).unwrap().to_rfc3339();
+        assert_eq!(at(1_764_504_000), "2025-11-30T12:00:00+00:00");
+        assert_eq!(at(1_764_504_000_000_000), "2025-11-30T12:00:00+00:00");
+        assert_eq!(at(-5), "1970-01-01T00:00:00+00:00");
+        assert_eq!(at(i64::MAX), "9999-12-31T23:59:59+00:00");
+    }
+}
