@@ -20,6 +20,8 @@
 //!
 //! Knobs: `BENCH_FEEDS`, `BENCH_ITEMS`, `TRELLIS_TEST_PG_URL`.
 
+mod support;
+
 use std::{
     collections::HashMap,
     net::SocketAddr,
@@ -43,20 +45,10 @@ use tokio::{
     process::{Child, Command},
 };
 
+use support::{env_or, pg_admin};
+
 const HOSTS: u8 = 20;
 const ETAG: &str = "\"bench-v1\"";
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn pg_admin() -> String {
-    std::env::var("TRELLIS_TEST_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
-}
 
 /// One document per feed: `(path, body, content type)`.
 type Corpus = Vec<(String, Vec<u8>, &'static str)>;

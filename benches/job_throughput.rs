@@ -13,6 +13,8 @@
 //! Needs PostgreSQL, Redis and Node (`npm install` in `benches/bullmq` is
 //! run when `node_modules` is missing).
 
+mod support;
+
 use std::{
     process::Command,
     sync::Arc,
@@ -31,6 +33,8 @@ use trellis::{
         model::{NewTask, Queue},
     },
 };
+
+use support::{env_or, pg_admin};
 
 const KIND: &str = "bench.noop";
 
@@ -74,18 +78,6 @@ struct Figures {
     half_rate: u64,
     p50_ms: f64,
     p99_ms: f64,
-}
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn pg_admin() -> String {
-    std::env::var("TRELLIS_TEST_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
 }
 
 fn redis_url() -> String {
