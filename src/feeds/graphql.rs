@@ -10,7 +10,7 @@ use async_graphql::{
 use chrono::{DateTime, Utc};
 use entity::{bookmark, feed, feed_fetch_state, feed_group, feed_settings, item};
 use futures_util::Stream;
-use sea_orm::{ColumnTrait, QueryFilter, QueryOrder, QuerySelect, sea_query::ExprTrait};
+use sea_orm::{ColumnTrait, QueryFilter};
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 use url::Url;
@@ -514,23 +514,8 @@ impl FeedsQuery {
         }
         let limit = first.clamp(1, 200) as u64;
         let items = search::ranked_items(service.db(), viewer.user_id, &query, limit).await?;
-        let pattern = format!("%{}%", query.trim().to_lowercase());
-        let lower = |column: feed::Column| {
-            sea_orm::sea_query::Expr::expr(sea_orm::sea_query::Func::lower(
-                sea_orm::sea_query::Expr::col(column),
-            ))
-        };
-        let matched_feeds = service
-            .feeds_of(viewer.user_id)
-            .filter(
-                sea_orm::Condition::any()
-                    .add(lower(feed::Column::Name).like(pattern.clone()))
-                    .add(lower(feed::Column::Link).like(pattern)),
-            )
-            .order_by_asc(feed::Column::Name)
-            .limit(limit)
-            .all(service.db())
-            .await?;
+        let matched_feeds =
+            search::matching_feeds(service.db(), viewer.user_id, &query, limit).await?;
         Ok(SearchResult {
             feeds: matched_feeds.into_iter().map(Feed).collect(),
             items: items.into_iter().map(Item).collect(),

@@ -65,6 +65,17 @@ pub struct PullReport {
     pub error: Option<String>,
 }
 
+impl PullReport {
+    fn new(feed_id: i64, outcome: PullOutcome, new_items: u64, error: Option<String>) -> Self {
+        PullReport {
+            feed_id,
+            outcome,
+            new_items,
+            error,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum PullOutcome {
@@ -119,12 +130,8 @@ impl Puller {
 
     /// Pulls one feed and records the outcome.
     pub async fn pull(&self, feed_id: i64, mode: PullMode) -> AppResult<PullReport> {
-        let report = |outcome, new_items, error| PullReport {
-            feed_id,
-            outcome,
-            new_items,
-            error,
-        };
+        let report =
+            |outcome, new_items, error| PullReport::new(feed_id, outcome, new_items, error);
         let Some((feed, state)) = store::feed_with_state(&self.db, feed_id).await? else {
             return Ok(report(PullOutcome::Gone, 0, None));
         };
@@ -169,12 +176,8 @@ impl Puller {
         now: DateTime<Utc>,
     ) -> AppResult<PullReport> {
         let feed_id = feed.id;
-        let report = |outcome, new_items, error| PullReport {
-            feed_id,
-            outcome,
-            new_items,
-            error,
-        };
+        let report =
+            |outcome, new_items, error| PullReport::new(feed_id, outcome, new_items, error);
         let txn = crate::db::begin_write(&self.db).await?;
         let result = match observation {
             Observation::Success {

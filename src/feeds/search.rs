@@ -2,13 +2,14 @@
 //! by triggers) or PostgreSQL's generated `tsvector` (GIN-indexed). User
 //! text never reaches the query syntax: it is cut into word terms, each
 //! matched as a prefix, all required. A query with no word characters
-//! falls back to a plain substring match on titles.
+//! falls back to a plain substring match on titles. Feeds are matched by
+//! name or URL substring.
 
-use entity::item;
+use entity::{feed, item};
 use sea_orm::{
-    ColumnTrait, DatabaseBackend, DatabaseConnection, EntityTrait, FromQueryResult, Iterable,
-    QueryFilter, Select, Statement,
-    sea_query::{Expr, ExprTrait, SimpleExpr},
+    ColumnTrait, Condition, DatabaseBackend, DatabaseConnection, EntityTrait, FromQueryResult,
+    Iterable, QueryFilter, QueryOrder, QuerySelect, Select, Statement,
+    sea_query::{Expr, ExprTrait, Func, LikeExpr, SimpleExpr},
 };
 use uuid::Uuid;
 
@@ -74,14 +75,40 @@ pub fn matches(backend: DatabaseBackend, query: &str) -> SimpleExpr {
     }
 }
 
-fn title_contains(query: &str) -> SimpleExpr {
-    let escaped = query
+/// `%text%` with LIKE's wildcards in `text` escaped: a literal substring.
+fn substring(text: &str) -> LikeExpr {
+    let escaped = text
         .trim()
         .replace('\\', "\\\\")
         .replace('%', "\\%")
         .replace('_', "\\_");
-    Expr::col((item::Entity, item::Column::Title))
-        .like(sea_orm::sea_query::LikeExpr::new(format!("%{escaped}%")).escape('\\'))
+    LikeExpr::new(format!("%{escaped}%")).escape('\\')
+}
+
+fn title_contains(query: &str) -> SimpleExpr {
+    Expr::col((item::Entity, item::Column::Title)).like(substring(query))
+}
+
+/// The user's feeds whose name or URL contains `query` (ignoring case), by name.
+pub async fn matching_feeds(
+    db: &DatabaseConnection,
+    user: Uuid,
+    query: &str,
+    limit: u64,
+) -> AppResult<Vec<feed::Model>> {
+    let lower = |column: feed::Column| Expr::expr(Func::lower(Expr::col(column)));
+    let pattern = query.to_lowercase();
+    Ok(feed::Entity::find()
+        .filter(feed::Column::UserId.eq(user))
+        .filter(
+            Condition::any()
+                .add(lower(feed::Column::Name).like(substring(&pattern)))
+                .add(lower(feed::Column::Link).like(substring(&pattern))),
+        )
+        .order_by_asc(feed::Column::Name)
+        .limit(limit)
+        .all(db)
+        .await?)
 }
 
 /// The user's best `limit` items for `query`, best first (BM25 on SQLite,
@@ -94,7 +121,7 @@ pub async fn ranked_items(
 ) -> AppResult<Vec<item::Model>> {
     let terms = terms(query);
     if terms.is_empty() {
-        return Ok(fallback(user, query).all(db).await?);
+        return Ok(fallback(user, query, limit).all(db).await?);
     }
     let columns = item::Column::iter()
         .map(|column| format!("items.{}", sea_orm::IdenStatic::as_str(&column)))
@@ -128,13 +155,12 @@ pub async fn ranked_items(
     Ok(item::Model::find_by_statement(statement).all(db).await?)
 }
 
-fn fallback(user: Uuid, query: &str) -> Select<item::Entity> {
-    use sea_orm::{QueryOrder, QuerySelect};
+fn fallback(user: Uuid, query: &str, limit: u64) -> Select<item::Entity> {
     item::Entity::find()
         .filter(item::Column::UserId.eq(user))
         .filter(title_contains(query))
         .order_by_desc(item::Column::PubDate)
-        .limit(50)
+        .limit(limit)
 }
 
 #[cfg(test)]

@@ -585,6 +585,17 @@ async fn full_text_search_finds_prefixes_and_stays_per_user(backend: Backend) {
         )
         .await;
     assert_eq!(feeds["search"]["feeds"][0]["name"], "Metallurgy Weekly");
+    let wildcard = ada
+        .data(
+            "query { search(query: \"%\") { feeds { name } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        wildcard["search"]["feeds"],
+        json!([]),
+        "LIKE wildcards are literal"
+    );
 
     let bob = Reader::new(&app, "bob").await;
     assert!(bob.items(json!({ "query": "ferr" })).await.is_empty());
