@@ -361,19 +361,21 @@ async fn unread_count(ReaderRequest { user, feeds, .. }: ReaderRequest) -> Reply
         .into_tuple()
         .all(feeds.db())
         .await?;
-    let all = feeds.feeds(user, None).await?;
     let groups = group_names(&feeds, user).await?;
+    // Each feed's label, looked up once per count.
+    let labels: HashMap<i64, &String> = feeds
+        .feeds(user, None)
+        .await?
+        .iter()
+        .filter_map(|feed| Some((feed.id, groups.get(&feed.group_id)?)))
+        .collect();
     let mut per_label: HashMap<String, i64> = HashMap::new();
     let mut total = 0;
     let mut entries = Vec::new();
     for (feed_id, count) in counts {
         total += count;
-        if let Some(group) = all
-            .iter()
-            .find(|feed| feed.id == feed_id)
-            .and_then(|feed| groups.get(&feed.group_id))
-        {
-            *per_label.entry(group.clone()).or_default() += count;
+        if let Some(label) = labels.get(&feed_id) {
+            *per_label.entry((*label).clone()).or_default() += count;
         }
         entries.push(json!({ "id": format!("feed/{feed_id}"), "count": count }));
     }
