@@ -13,8 +13,7 @@ use std::collections::HashMap;
 
 use axum::{
     Json,
-    body::Bytes,
-    extract::{RawQuery, State},
+    extract::State,
     response::{IntoResponse, Response},
 };
 use chrono::{DateTime, Utc};
@@ -42,13 +41,7 @@ pub const API_VERSION: i64 = 3;
 /// Items per `items` request, as the protocol fixes it.
 pub const PAGE: u64 = 50;
 
-pub async fn fever(
-    State(state): State<AppState>,
-    meta: RequestMeta,
-    RawQuery(query): RawQuery,
-    body: Bytes,
-) -> Response {
-    let params = Params::new(query.as_deref(), &body);
+pub async fn fever(State(state): State<AppState>, meta: RequestMeta, params: Params) -> Response {
     let db = &state.services.db;
     // Wrong keys are throttled per client address like failed logins.
     let user = match params.from_body("api_key") {

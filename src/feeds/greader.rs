@@ -22,8 +22,7 @@ use std::collections::HashMap;
 
 use axum::{
     Json, Router,
-    body::Bytes,
-    extract::{FromRequest, Path, RawQuery, Request, State},
+    extract::{FromRequest, Path, Request, State},
     http::{HeaderMap, StatusCode, header},
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -201,15 +200,13 @@ impl FromRequest<AppState> for ReaderRequest {
     type Rejection = Response;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, Response> {
-        let (parts, body) = request.into_parts();
-        let user = authenticate(state, &parts.headers).await.map_err(failure)?;
-        let body = axum::body::to_bytes(body, state.services.config.max_body_bytes)
+        let user = authenticate(state, request.headers())
             .await
-            .map_err(|_| StatusCode::PAYLOAD_TOO_LARGE.into_response())?;
+            .map_err(failure)?;
         Ok(ReaderRequest {
             user,
             feeds: state.services.feeds.clone(),
-            params: Params::new(parts.uri.query(), &body),
+            params: Params::from_request(request, state).await?,
         })
     }
 }
@@ -248,10 +245,8 @@ fn ok() -> Reply {
 async fn client_login(
     State(state): State<AppState>,
     meta: RequestMeta,
-    RawQuery(query): RawQuery,
-    body: Bytes,
+    params: Params,
 ) -> Response {
-    let params = Params::new(query.as_deref(), &body);
     let (Some(username), Some(candidate)) = (params.one("Email"), params.one("Passwd")) else {
         return (StatusCode::UNAUTHORIZED, "Error=BadAuthentication\n").into_response();
     };

@@ -1,6 +1,11 @@
 //! What the reader APIs (Fever, Google Reader) read from a request: the
 //! query string and the urlencoded form body, and their Unix times.
 
+use axum::{
+    body::Bytes,
+    extract::{FromRequest, Request},
+    response::{IntoResponse, Response},
+};
 use chrono::{DateTime, Utc};
 
 /// A request's parameters. Repeated keys (`i`, `a`, `r`) keep every value;
@@ -54,6 +59,20 @@ impl Params {
 
     pub fn number(&self, key: &str) -> Option<i64> {
         self.one(key).and_then(|value| value.trim().parse().ok())
+    }
+}
+
+/// The query string and the form body of a request (within the server's
+/// body limit).
+impl<S: Send + Sync> FromRequest<S> for Params {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+        let query = request.uri().query().map(str::to_owned);
+        let body = Bytes::from_request(request, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Params::new(query.as_deref(), &body))
     }
 }
 
