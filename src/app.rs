@@ -38,6 +38,11 @@ use crate::{
     http::{client::RequestMeta, ops},
     httpc::HttpClient,
     jobs::{self, Jobs},
+    nodes::{
+        engine::RuleEngine,
+        pipeline::{self, Pipeline},
+        service::NodesService,
+    },
     telemetry,
 };
 
@@ -49,6 +54,7 @@ pub struct Services {
     pub auth: Arc<AuthService>,
     pub jobs: Jobs,
     pub feeds: FeedsService,
+    pub nodes: NodesService,
     /// The one outbound HTTP client (SSRF-guarded).
     pub http: HttpClient,
     pub redis: Option<redis::aio::ConnectionManager>,
@@ -100,10 +106,19 @@ impl AppState {
             },
         );
         feeds::tasks::register(&mut registry, &db, puller);
+        let node_config = Arc::new(config.load_node_config()?);
+        pipeline::register(
+            &mut registry,
+            Arc::new(Pipeline {
+                config: node_config.clone(),
+                engine: Arc::new(RuleEngine),
+            }),
+        );
         let jobs = Jobs::new(db.clone(), config.runner_settings(), registry, backend);
         let services = Services {
             config: config.clone(),
             feeds: FeedsService::new(db.clone()),
+            nodes: NodesService::new(db.clone(), jobs.clone(), node_config),
             http,
             db,
             auth,
@@ -155,6 +170,7 @@ pub fn router(state: AppState) -> Router {
         .route("/fever", post(feeds::fever::fever))
         .route("/fever/", post(feeds::fever::fever))
         .merge(feeds::greader::routes())
+        .merge(crate::nodes::http::routes())
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

@@ -328,6 +328,10 @@ pub struct Config {
     )]
     pub allow_private_feeds: bool,
 
+    /// Node configuration file (TOML); the built-in default (`config/nodes.toml`) when unset.
+    #[arg(long, env = "TRELLIS_NODE_CONFIG", global = true)]
+    pub node_config: Option<PathBuf>,
+
     /// Networks outbound fetches may reach even with the SSRF guard on (comma-separated CIDRs).
     #[arg(long, env = "TRELLIS_ALLOW_PRIVATE_NETWORKS", value_delimiter = ',', value_parser = parse_proxy, global = true)]
     pub allow_private_networks: Vec<IpNet>,
@@ -403,6 +407,25 @@ impl Config {
 
     pub fn session_ttl(&self) -> Duration {
         Duration::from_secs(self.session_ttl)
+    }
+
+    /// The node configuration: the file `TRELLIS_NODE_CONFIG` names, or the
+    /// built-in default. Invalid configurations stop start-up with every
+    /// problem listed.
+    pub fn load_node_config(&self) -> anyhow::Result<crate::nodes::config::NodeConfig> {
+        use anyhow::Context;
+        let (text, origin) = match &self.node_config {
+            Some(path) => (
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("reading TRELLIS_NODE_CONFIG ({})", path.display()))?,
+                path.display().to_string(),
+            ),
+            None => (
+                crate::nodes::config::DEFAULT_CONFIG.to_owned(),
+                "the built-in node configuration".to_owned(),
+            ),
+        };
+        crate::nodes::config::NodeConfig::parse(&text).with_context(|| format!("in {origin}"))
     }
 
     /// The job runner's settings.

@@ -17,4 +17,5 @@ pub mod graphql;
 pub mod http;
 pub mod httpc;
 pub mod jobs;
+pub mod nodes;
 pub mod telemetry;

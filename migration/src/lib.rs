@@ -13,6 +13,7 @@ mod m20261130_000001_users_and_sessions;
 mod m20261130_000002_jobs;
 mod m20261130_000003_feeds;
 mod m20261130_000004_reader_credentials;
+mod m20261130_000005_nodes;
 
 pub struct Migrator;
 
@@ -24,6 +25,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000002_jobs::Migration),
             Box::new(m20261130_000003_feeds::Migration),
             Box::new(m20261130_000004_reader_credentials::Migration),
+            Box::new(m20261130_000005_nodes::Migration),
         ]
     }
 }

@@ -14,19 +14,20 @@ use crate::{
     auth::graphql::{AuthMutation, AuthQuery},
     feeds::graphql::{FeedsMutation, FeedsQuery, FeedsSubscription},
     jobs::graphql::{JobsMutation, JobsQuery, JobsSubscription},
+    nodes::graphql::{NodesMutation, NodesQuery, NodesSubscription},
 };
 
 #[derive(MergedObject, Default)]
 #[graphql(name = "Query")]
-pub struct QueryRoot(AuthQuery, JobsQuery, FeedsQuery);
+pub struct QueryRoot(AuthQuery, JobsQuery, FeedsQuery, NodesQuery);
 
 #[derive(MergedObject, Default)]
 #[graphql(name = "Mutation")]
-pub struct MutationRoot(AuthMutation, JobsMutation, FeedsMutation);
+pub struct MutationRoot(AuthMutation, JobsMutation, FeedsMutation, NodesMutation);
 
 #[derive(MergedSubscription, Default)]
 #[graphql(name = "Subscription")]
-pub struct SubscriptionRoot(JobsSubscription, FeedsSubscription);
+pub struct SubscriptionRoot(JobsSubscription, FeedsSubscription, NodesSubscription);
 
 pub type TrellisSchema = Schema<QueryRoot, MutationRoot, SubscriptionRoot>;
 

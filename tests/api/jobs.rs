@@ -66,7 +66,7 @@ async fn probe(app: &TestApp, token: &str, input: Value) -> String {
     task["id"].as_str().unwrap().to_owned()
 }
 
-async fn task(app: &TestApp, token: &str, id: &str) -> Value {
+pub(crate) async fn task(app: &TestApp, token: &str, id: &str) -> Value {
     app.gql(TASK, json!({ "id": id }))
         .bearer(token)
         .send()
@@ -76,7 +76,7 @@ async fn task(app: &TestApp, token: &str, id: &str) -> Value {
 }
 
 /// Polls until the task is terminal (bounded: the server is local and fast).
-async fn wait_terminal(app: &TestApp, token: &str, id: &str) -> Value {
+pub(crate) async fn wait_terminal(app: &TestApp, token: &str, id: &str) -> Value {
     for _ in 0..600 {
         let task = task(app, token, id).await;
         if ["SUCCEEDED", "FAILED", "SUPERSEDED", "CANCELLED"]

@@ -10,5 +10,6 @@ mod feeds;
 mod feedserver;
 mod graphql_http;
 mod jobs;
+mod nodes;
 mod ops;
 mod websocket;

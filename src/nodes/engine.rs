@@ -1,0 +1,278 @@
+//! The Engine: the oracle that computes a class's node properties from a
+//! bulk-loaded context, and patches aggregated statuses. [`RuleEngine`]
+//! evaluates the configuration's rules; tests plug in their own engine.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Number, Value};
+
+use super::{
+    config::Class,
+    rules::{self, Aggregate, Expr, Source},
+};
+
+/// A node to compute, with the attributes of every resource mapped to it.
+#[derive(Debug, Clone)]
+pub struct NodeInput {
+    pub id: i64,
+    pub position_token: String,
+    pub resources: Vec<Value>,
+}
+
+/// Everything a class's computation may read, loaded in bulk beforehand.
+#[derive(Debug)]
+pub struct ClassContext<'a> {
+    pub nodes: &'a [NodeInput],
+    /// The properties of every node of each class the class depends on.
+    pub dependencies: &'a HashMap<String, Vec<Map<String, Value>>>,
+}
+
+/// A node whose aggregated status was just computed.
+#[derive(Debug)]
+pub struct PatchInput<'a> {
+    pub status: i32,
+    pub aggregated: i32,
+    pub properties: &'a Value,
+}
+
+pub trait Engine: Send + Sync + 'static {
+    /// The properties of each node of `context.nodes`, in that order. A
+    /// `status` property (a number) is the node's own status.
+    fn properties(&self, class: &Class, context: &ClassContext<'_>) -> Vec<Map<String, Value>>;
+
+    /// The aggregated status to store instead of the computed one, if the
+    /// class overrides it.
+    fn patch_aggregated_status(&self, class: &Class, node: &PatchInput<'_>) -> Option<i32>;
+}
+
+/// The built-in engine: evaluates the class's configured rules.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RuleEngine;
+
+impl Engine for RuleEngine {
+    fn properties(&self, class: &Class, context: &ClassContext<'_>) -> Vec<Map<String, Value>> {
+        // Dependency values are the same for every node of the class.
+        let mut shared = Map::new();
+        for (name, rule) in &class.properties {
+            if let Source::Dependency { class, property } = &rule.source {
+                let values = context
+                    .dependencies
+                    .get(class)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|properties| properties.get(property).and_then(Value::as_f64));
+                shared.insert(name.clone(), fold(rule.aggregate, values));
+            }
+        }
+        context
+            .nodes
+            .iter()
+            .map(|node| {
+                let mut properties = Map::new();
+                for (name, rule) in &class.properties {
+                    let value = match &rule.source {
+                        Source::Dependency { .. } => {
+                            shared.get(name).cloned().unwrap_or(Value::Null)
+                        }
+                        Source::Resources => count(node.resources.len()),
+                        Source::Attribute(path) => match rule.aggregate {
+                            Aggregate::Count => count(
+                                node.resources
+                                    .iter()
+                                    .filter(|attrs| {
+                                        rules::lookup(attrs, path).is_some_and(|v| !v.is_null())
+                                    })
+                                    .count(),
+                            ),
+                            aggregate => fold(
+                                aggregate,
+                                node.resources
+                                    .iter()
+                                    .filter_map(|attrs| rules::lookup(attrs, path)?.as_f64()),
+                            ),
+                        },
+                    };
+                    properties.insert(name.clone(), value);
+                }
+                properties
+            })
+            .collect()
+    }
+
+    fn patch_aggregated_status(&self, class: &Class, node: &PatchInput<'_>) -> Option<i32> {
+        let expr = class.patch_aggregated_status.as_ref()?;
+        evaluate(expr, node).map(to_status)
+    }
+}
+
+fn count(n: usize) -> Value {
+    Value::from(n as u64)
+}
+
+/// Folds numbers; no numbers gives `null` (`0` for a sum or a count).
+fn fold(aggregate: Aggregate, values: impl Iterator<Item = f64>) -> Value {
+    let mut n = 0u64;
+    let mut acc: Option<f64> = None;
+    for value in values {
+        n += 1;
+        acc = Some(match (aggregate, acc) {
+            (_, None) => value,
+            (Aggregate::Max, Some(a)) => a.max(value),
+            (Aggregate::Min, Some(a)) => a.min(value),
+            (Aggregate::Sum | Aggregate::Avg, Some(a)) => a + value,
+            (Aggregate::Count, Some(_)) => 0.0,
+        });
+    }
+    match (aggregate, acc) {
+        (Aggregate::Count, _) => count(n as usize),
+        (Aggregate::Sum, None) => Value::from(0),
+        (_, None) => Value::Null,
+        (Aggregate::Avg, Some(sum)) => number(sum / n as f64),
+        (_, Some(value)) => number(value),
+    }
+}
+
+/// Integral values as integers (so `2.0` and `2` compare equal as JSON).
+pub fn number(value: f64) -> Value {
+    if value.fract() == 0.0 && value.abs() < 9.0e15 {
+        Value::from(value as i64)
+    } else {
+        Number::from_f64(value).map_or(Value::Null, Value::Number)
+    }
+}
+
+fn evaluate(expr: &Expr, node: &PatchInput<'_>) -> Option<f64> {
+    match expr {
+        Expr::Number(n) => Some(*n),
+        Expr::Aggregated => Some(f64::from(node.aggregated)),
+        Expr::Status => Some(f64::from(node.status)),
+        Expr::Property(name) => node.properties.get(name)?.as_f64(),
+        Expr::Min(args) => args
+            .iter()
+            .filter_map(|arg| evaluate(arg, node))
+            .reduce(f64::min),
+        Expr::Max(args) => args
+            .iter()
+            .filter_map(|arg| evaluate(arg, node))
+            .reduce(f64::max),
+    }
+}
+
+fn to_status(value: f64) -> i32 {
+    value
+        .round()
+        .clamp(f64::from(i32::MIN), f64::from(i32::MAX)) as i32
+}
+
+/// A node's own status: its `status` property, rounded; 0 when absent.
+pub fn status_of(properties: &Map<String, Value>) -> i32 {
+    properties
+        .get("status")
+        .and_then(Value::as_f64)
+        .map_or(0, to_status)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::nodes::config::NodeConfig;
+
+    fn config() -> NodeConfig {
+        NodeConfig::parse(
+            r#"
+            [[classes]]
+            name = "db"
+            position = "{db}"
+            properties = { status = "max(attr.health)" }
+
+            [[classes]]
+            name = "svc"
+            position = "{svc}"
+            dependsOn = ["db"]
+            properties = { status = "max(attr.health)", low = "min(attr.cpu)", cpu = "sum(attr.cpu)", mean = "avg(attr.cpu)", n = "count()", owners = "count(attr.owner)", db = "max(db.status)", p99 = "max(attr.latency.p99)" }
+            patchAggregatedStatus = "min(aggregated, max(status, properties.n), 2)"
+            "#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn rules_aggregate_resources_and_dependencies() {
+        let config = config();
+        let svc = config.class("svc").unwrap();
+        let nodes = [
+            NodeInput {
+                id: 1,
+                position_token: "a".into(),
+                resources: vec![
+                    json!({"health": 1, "cpu": 0.5, "owner": "x", "latency": {"p99": 30}}),
+                    json!({"health": 2, "cpu": 1.5, "latency": {"p99": 10}}),
+                    json!({"health": "bad", "cpu": 1}),
+                ],
+            },
+            NodeInput {
+                id: 2,
+                position_token: "b".into(),
+                resources: vec![],
+            },
+        ];
+        let dependencies = HashMap::from([(
+            "db".to_owned(),
+            vec![
+                Map::from_iter([("status".to_owned(), json!(3))]),
+                Map::from_iter([("status".to_owned(), json!(null))]),
+            ],
+        )]);
+        let out = RuleEngine.properties(
+            svc,
+            &ClassContext {
+                nodes: &nodes,
+                dependencies: &dependencies,
+            },
+        );
+        assert_eq!(
+            Value::Object(out[0].clone()),
+            json!({"status": 2, "low": 0.5, "cpu": 3, "mean": 1, "n": 3, "owners": 1, "db": 3, "p99": 30})
+        );
+        assert_eq!(
+            Value::Object(out[1].clone()),
+            json!({"status": null, "low": null, "cpu": 0, "mean": null, "n": 0, "owners": 0, "db": 3, "p99": null})
+        );
+        assert_eq!(status_of(&out[0]), 2);
+        assert_eq!(status_of(&out[1]), 0);
+    }
+
+    #[test]
+    fn patch_rules_override_the_aggregate() {
+        let config = config();
+        let svc = config.class("svc").unwrap();
+        let props = json!({"n": 1});
+        let patch = |status, aggregated| {
+            RuleEngine.patch_aggregated_status(
+                svc,
+                &PatchInput {
+                    status,
+                    aggregated,
+                    properties: &props,
+                },
+            )
+        };
+        assert_eq!(patch(0, 3), Some(1));
+        assert_eq!(patch(3, 3), Some(2));
+        assert_eq!(patch(0, 0), Some(0));
+        let db = config.class("db").unwrap();
+        assert_eq!(
+            RuleEngine.patch_aggregated_status(
+                db,
+                &PatchInput {
+                    status: 1,
+                    aggregated: 3,
+                    properties: &props
+                }
+            ),
+            None
+        );
+    }
+}

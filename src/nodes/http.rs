@@ -1,0 +1,197 @@
+//! HTTP for clients that do not speak GraphQL: `POST /resources`,
+//! `POST /resources/{id}/update-a|update-b|update-c`,
+//! `POST /resources/{id}/delete`. Each needs an `Idempotency-Key` header and
+//! answers `202 Accepted` with `{ "task_id": … }`; the client polls
+//! `GET /tasks/{id}`. Errors are the GraphQL error codes with their HTTP
+//! statuses (400 bad input, 401, 404, 422 `IDEMPOTENCY_KEY_REUSED`).
+
+use axum::{
+    Json, Router,
+    extract::{Path, State, rejection::JsonRejection},
+    http::{HeaderMap, StatusCode},
+    response::{IntoResponse, Response},
+    routing::post,
+};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::ops::{Operation, Replacement};
+use crate::{
+    app::AppState,
+    auth::Viewer,
+    error::{AppError, AppResult},
+    http::{bearer_token, client::RequestMeta, identify},
+};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/resources", post(create))
+        .route("/resources/{id}/update-a", post(update_a))
+        .route("/resources/{id}/update-b", post(update_b))
+        .route("/resources/{id}/update-c", post(update_c))
+        .route("/resources/{id}/delete", post(delete))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateBody {
+    attributes: Map<String, Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PatchBody {
+    patch: Map<String, Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplaceBody {
+    attributes: Map<String, Value>,
+    #[serde(default)]
+    others: Vec<Replacement>,
+}
+
+fn body<T>(body: Result<Json<T>, JsonRejection>) -> AppResult<T> {
+    body.map(|Json(body)| body)
+        .map_err(|rejection| AppError::bad_input("body", rejection.body_text()))
+}
+
+fn resource_id(id: &str) -> AppResult<Uuid> {
+    Uuid::parse_str(id).map_err(|_| AppError::NotFound("resource"))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    meta: RequestMeta,
+    headers: HeaderMap,
+    request: Result<Json<CreateBody>, JsonRejection>,
+) -> Response {
+    accept(&state, &meta, &headers, || {
+        Ok(Operation::Create {
+            attributes: body(request)?.attributes,
+        })
+    })
+    .await
+}
+
+async fn update_a(
+    state: State<AppState>,
+    meta: RequestMeta,
+    headers: HeaderMap,
+    id: Path<String>,
+    request: Result<Json<PatchBody>, JsonRejection>,
+) -> Response {
+    patch(state, meta, headers, id, request, |resource_id, patch| {
+        Operation::UpdateA { resource_id, patch }
+    })
+    .await
+}
+
+async fn update_b(
+    state: State<AppState>,
+    meta: RequestMeta,
+    headers: HeaderMap,
+    id: Path<String>,
+    request: Result<Json<PatchBody>, JsonRejection>,
+) -> Response {
+    patch(state, meta, headers, id, request, |resource_id, patch| {
+        Operation::UpdateB { resource_id, patch }
+    })
+    .await
+}
+
+/// Update A and B: the same body, another operation.
+async fn patch(
+    State(state): State<AppState>,
+    meta: RequestMeta,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    request: Result<Json<PatchBody>, JsonRejection>,
+    operation: fn(Uuid, Map<String, Value>) -> Operation,
+) -> Response {
+    accept(&state, &meta, &headers, || {
+        Ok(operation(resource_id(&id)?, body(request)?.patch))
+    })
+    .await
+}
+
+async fn update_c(
+    State(state): State<AppState>,
+    meta: RequestMeta,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    request: Result<Json<ReplaceBody>, JsonRejection>,
+) -> Response {
+    accept(&state, &meta, &headers, || {
+        let body = body(request)?;
+        let mut resources = vec![Replacement {
+            id: resource_id(&id)?,
+            attributes: body.attributes,
+        }];
+        resources.extend(body.others);
+        Ok(Operation::UpdateC { resources })
+    })
+    .await
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    meta: RequestMeta,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    accept(&state, &meta, &headers, || {
+        Ok(Operation::Delete {
+            resource_id: resource_id(&id)?,
+        })
+    })
+    .await
+}
+
+/// Authenticates, reads the idempotency key, submits; `202 { task_id }`.
+async fn accept(
+    state: &AppState,
+    meta: &RequestMeta,
+    headers: &HeaderMap,
+    operation: impl FnOnce() -> AppResult<Operation>,
+) -> Response {
+    let result = async {
+        let viewer = viewer(state, meta, headers).await?;
+        let key = headers
+            .get("idempotency-key")
+            .ok_or_else(|| {
+                AppError::bad_input("Idempotency-Key", "the Idempotency-Key header is required")
+            })?
+            .to_str()
+            .map_err(|_| {
+                AppError::bad_input("Idempotency-Key", "the Idempotency-Key header must be text")
+            })?
+            .to_owned();
+        let operation = operation()?;
+        state.services.nodes.submit(&viewer, operation, key).await
+    }
+    .await;
+    match result {
+        Ok(enqueued) => (
+            StatusCode::ACCEPTED,
+            Json(json!({ "task_id": enqueued.task.id.to_string() })),
+        )
+            .into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+/// A bearer token, or a session cookie from an allowed origin (a page on
+/// another site must not act with the user's cookie).
+async fn viewer(state: &AppState, meta: &RequestMeta, headers: &HeaderMap) -> AppResult<Viewer> {
+    if bearer_token(headers).is_none() && !state.origin_allowed(meta) {
+        return Err(AppError::Forbidden(
+            "this origin may not act with the session cookie",
+        ));
+    }
+    identify(&state.services.auth, headers)
+        .await?
+        .ok_or(AppError::Unauthenticated("sign in to change resources"))
+}

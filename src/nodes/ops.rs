@@ -1,0 +1,330 @@
+//! The resource operations clients request, their task kinds and queues,
+//! and their validation (pure). What each costs, and so its queue:
+//!
+//! - **Create** (`q:short`): one new resource, a handful of new nodes on
+//!   one chain.
+//! - **Update A** (`q:short`): a merge patch of attributes no position
+//!   template reads. The resource cannot move, so only its own chain's
+//!   properties (and their dependents) are recomputed.
+//! - **Update B** (`q:medium`): a merge patch that may touch position
+//!   attributes. The resource may move: orphaned subtrees are deleted and
+//!   new chains inserted.
+//! - **Delete** (`q:medium`): may orphan (and delete) whole subtrees.
+//! - **Update C** (`q:long`): wholesale replacement of the attributes of
+//!   many resources in one request (up to [`MAX_UPDATE_C`]); any of them
+//!   may move.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use super::{config::NodeConfig, plan, rules::MAX_TOKEN_LEN};
+use crate::{error::AppError, jobs::model::Queue};
+
+/// Every resource task is in this one scope: requests are ordered by its
+/// generation, and a stage that finds a newer one hands the rest of the
+/// reconciliation over to it.
+pub const SCOPE: &str = "resources";
+
+/// Largest serialized attributes document.
+pub const MAX_ATTRIBUTES_BYTES: usize = 64 * 1024;
+/// Most resources one Update C replaces.
+pub const MAX_UPDATE_C: usize = 1000;
+
+/// A requested change, as stored in the task's payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "camelCase")]
+pub enum Operation {
+    /// The new resource's id is its task's id.
+    #[serde(rename = "create")]
+    Create { attributes: Map<String, Value> },
+    #[serde(rename = "updateA", rename_all = "camelCase")]
+    UpdateA {
+        resource_id: Uuid,
+        patch: Map<String, Value>,
+    },
+    #[serde(rename = "updateB", rename_all = "camelCase")]
+    UpdateB {
+        resource_id: Uuid,
+        patch: Map<String, Value>,
+    },
+    #[serde(rename = "updateC")]
+    UpdateC { resources: Vec<Replacement> },
+    #[serde(rename = "delete", rename_all = "camelCase")]
+    Delete { resource_id: Uuid },
+}
+
+/// One resource's new attributes in an Update C.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Replacement {
+    pub id: Uuid,
+    pub attributes: Map<String, Value>,
+}
+
+/// The task kinds, one per operation.
+pub const CREATE_KIND: &str = "resources.create";
+pub const UPDATE_A_KIND: &str = "resources.update_a";
+pub const UPDATE_B_KIND: &str = "resources.update_b";
+pub const UPDATE_C_KIND: &str = "resources.update_c";
+pub const DELETE_KIND: &str = "resources.delete";
+pub const KINDS: [(&str, Queue); 5] = [
+    (CREATE_KIND, Queue::Short),
+    (UPDATE_A_KIND, Queue::Short),
+    (UPDATE_B_KIND, Queue::Medium),
+    (UPDATE_C_KIND, Queue::Long),
+    (DELETE_KIND, Queue::Medium),
+];
+
+impl Operation {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Operation::Create { .. } => CREATE_KIND,
+            Operation::UpdateA { .. } => UPDATE_A_KIND,
+            Operation::UpdateB { .. } => UPDATE_B_KIND,
+            Operation::UpdateC { .. } => UPDATE_C_KIND,
+            Operation::Delete { .. } => DELETE_KIND,
+        }
+    }
+
+    pub fn queue(&self) -> Queue {
+        queue_of(self.kind()).unwrap_or(Queue::Medium)
+    }
+
+    /// The existing resources the operation needs.
+    pub fn targets(&self) -> Vec<Uuid> {
+        match self {
+            Operation::Create { .. } => vec![],
+            Operation::UpdateA { resource_id, .. }
+            | Operation::UpdateB { resource_id, .. }
+            | Operation::Delete { resource_id } => vec![*resource_id],
+            Operation::UpdateC { resources } => resources.iter().map(|r| r.id).collect(),
+        }
+    }
+
+    /// Checks the request against the configuration; an error names the
+    /// field (`BAD_USER_INPUT`).
+    pub fn validate(&self, config: &NodeConfig) -> Result<(), AppError> {
+        match self {
+            Operation::Create { attributes } => check_attributes(config, "attributes", attributes),
+            Operation::UpdateA { patch, .. } => {
+                check_patch(patch)?;
+                if let Some(attribute) = patch
+                    .keys()
+                    .find(|key| config.token_attributes.contains(*key))
+                {
+                    return Err(AppError::bad_input(
+                        "patch",
+                        format!(
+                            "attribute `{attribute}` decides where the resource sits in the tree; \
+                             change it with updateResourceB"
+                        ),
+                    ));
+                }
+                check_size("patch", patch)
+            }
+            Operation::UpdateB { patch, .. } => {
+                check_patch(patch)?;
+                check_size("patch", patch)
+            }
+            Operation::UpdateC { resources } => {
+                if resources.is_empty() || resources.len() > MAX_UPDATE_C {
+                    return Err(AppError::bad_input(
+                        "resources",
+                        format!("replace between 1 and {MAX_UPDATE_C} resources"),
+                    ));
+                }
+                let mut seen = BTreeSet::new();
+                for replacement in resources {
+                    if !seen.insert(replacement.id) {
+                        return Err(AppError::bad_input(
+                            "resources",
+                            format!("resource {} is listed twice", replacement.id),
+                        ));
+                    }
+                    check_attributes(config, "resources.attributes", &replacement.attributes)?;
+                }
+                Ok(())
+            }
+            Operation::Delete { .. } => Ok(()),
+        }
+    }
+}
+
+/// The queue a resource task kind runs on.
+pub fn queue_of(kind: &str) -> Option<Queue> {
+    KINDS
+        .iter()
+        .find(|(name, _)| *name == kind)
+        .map(|(_, queue)| *queue)
+}
+
+fn check_patch(patch: &Map<String, Value>) -> Result<(), AppError> {
+    if patch.is_empty() {
+        return Err(AppError::bad_input("patch", "the patch changes nothing"));
+    }
+    Ok(())
+}
+
+fn check_size(field: &'static str, attributes: &Map<String, Value>) -> Result<(), AppError> {
+    let size = serde_json::to_vec(attributes).map_or(usize::MAX, |bytes| bytes.len());
+    if size > MAX_ATTRIBUTES_BYTES {
+        return Err(AppError::bad_input(
+            field,
+            format!("attributes are limited to {MAX_ATTRIBUTES_BYTES} bytes of JSON"),
+        ));
+    }
+    Ok(())
+}
+
+/// A complete attributes document: within the size limit, and every
+/// position token it produces within [`MAX_TOKEN_LEN`].
+pub fn check_attributes(
+    config: &NodeConfig,
+    field: &'static str,
+    attributes: &Map<String, Value>,
+) -> Result<(), AppError> {
+    check_size(field, attributes)?;
+    let value = Value::Object(attributes.clone());
+    for spec in plan::resolve(config, &value) {
+        if spec.position_token.len() > MAX_TOKEN_LEN {
+            return Err(AppError::bad_input(
+                field,
+                format!(
+                    "the `{}` position token is longer than {MAX_TOKEN_LEN} bytes",
+                    config.classes[spec.class].name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// JSON merge patch (RFC 7386): `null` removes a key, objects merge,
+/// anything else replaces.
+pub fn merge_patch(target: &mut Map<String, Value>, patch: &Map<String, Value>) {
+    for (key, value) in patch {
+        match value {
+            Value::Null => {
+                target.remove(key);
+            }
+            Value::Object(inner) => {
+                let entry = target
+                    .entry(key.clone())
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if !entry.is_object() {
+                    *entry = Value::Object(Map::new());
+                }
+                if let Value::Object(existing) = entry {
+                    merge_patch(existing, inner);
+                }
+            }
+            other => {
+                target.insert(key.clone(), other.clone());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::nodes::config::DEFAULT_CONFIG;
+
+    fn object(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn operations_round_trip_as_payloads() {
+        let op = Operation::UpdateA {
+            resource_id: Uuid::nil(),
+            patch: object(json!({"health": 2})),
+        };
+        let payload = serde_json::to_value(&op).unwrap();
+        assert_eq!(payload["op"], "updateA");
+        assert_eq!(payload["resourceId"], Uuid::nil().to_string());
+        assert_eq!(serde_json::from_value::<Operation>(payload).unwrap(), op);
+        assert_eq!(op.queue(), Queue::Short);
+        assert_eq!(
+            Operation::UpdateC { resources: vec![] }.queue(),
+            Queue::Long
+        );
+    }
+
+    #[test]
+    fn update_a_may_not_move_a_resource() {
+        let config = NodeConfig::parse(DEFAULT_CONFIG).unwrap();
+        let moving = Operation::UpdateA {
+            resource_id: Uuid::nil(),
+            patch: object(json!({"health": 1, "cluster": "k2"})),
+        };
+        let error = moving.validate(&config).unwrap_err().to_string();
+        assert!(error.contains("`cluster`"), "{error}");
+        let staying = Operation::UpdateA {
+            resource_id: Uuid::nil(),
+            patch: object(json!({"health": 1})),
+        };
+        assert!(staying.validate(&config).is_ok());
+        let empty = Operation::UpdateB {
+            resource_id: Uuid::nil(),
+            patch: Map::new(),
+        };
+        assert!(empty.validate(&config).is_err());
+    }
+
+    #[test]
+    fn oversized_documents_and_tokens_are_refused() {
+        let config = NodeConfig::parse(DEFAULT_CONFIG).unwrap();
+        let huge = Operation::Create {
+            attributes: object(json!({"blob": "x".repeat(MAX_ATTRIBUTES_BYTES)})),
+        };
+        assert!(huge.validate(&config).is_err());
+        let long_token = Operation::Create {
+            attributes: object(json!({"region": "r".repeat(MAX_TOKEN_LEN + 1)})),
+        };
+        assert!(
+            long_token
+                .validate(&config)
+                .unwrap_err()
+                .to_string()
+                .contains("`region`")
+        );
+        let id = Uuid::now_v7();
+        let twice = Operation::UpdateC {
+            resources: vec![
+                Replacement {
+                    id,
+                    attributes: Map::new(),
+                },
+                Replacement {
+                    id,
+                    attributes: Map::new(),
+                },
+            ],
+        };
+        assert!(
+            twice
+                .validate(&config)
+                .unwrap_err()
+                .to_string()
+                .contains("twice")
+        );
+    }
+
+    #[test]
+    fn merge_patch_follows_rfc_7386() {
+        let mut target = object(json!({"a": 1, "b": {"c": 1, "d": 2}, "e": "x"}));
+        merge_patch(
+            &mut target,
+            &object(json!({"a": null, "b": {"c": null, "f": 3}, "e": {"g": 1}, "h": [1]})),
+        );
+        assert_eq!(
+            Value::Object(target),
+            json!({"b": {"d": 2, "f": 3}, "e": {"g": 1}, "h": [1]})
+        );
+    }
+}

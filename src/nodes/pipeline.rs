@@ -1,0 +1,158 @@
+//! The seven-stage pipeline every resource task runs on the job runner:
+//! Accept → Mutation → Mapping → Topology Sync → Properties → Aggregated
+//! Status → Finalizer. Each stage's writes commit in the runner's stage
+//! transaction together with the record that the stage is done, so a
+//! crashed task resumes at the first uncommitted stage; each stage first
+//! checks the `resources` scope's generation and ends the task
+//! `SUPERSEDED`, writing nothing, when a newer request exists.
+//!
+//! Locking: every resource task shares the one scope. On PostgreSQL the
+//! generation check share-locks the scope's row until the stage commits,
+//! so no newer request can be accepted while a stage writes, and a stage of
+//! an older task finds the newer generation and stops: reconciliation
+//! writes are serialized, newest request first. On SQLite the stage
+//! transaction holds the database's write lock from its first statement.
+//! Every stage reads the state it works on inside its transaction, so the
+//! result of any interleaving is the reconciliation of the final resources.
+
+use std::sync::Arc;
+
+use entity::task;
+use sea_orm::EntityTrait;
+use serde_json::{Value, json};
+
+use super::{
+    config::NodeConfig,
+    engine::Engine,
+    ops::{self, Operation},
+    reconcile,
+};
+use crate::jobs::{
+    handler::{Registry, StageError, StageRun, TaskHandler},
+    model::Queue,
+};
+
+pub const STAGES: [&str; 7] = [
+    "accept",
+    "mutation",
+    "mapping",
+    "topology_sync",
+    "properties",
+    "aggregated_status",
+    "finalizer",
+];
+
+/// What the stages need: the configuration and the Engine.
+pub struct Pipeline {
+    pub config: Arc<NodeConfig>,
+    pub engine: Arc<dyn Engine>,
+}
+
+/// Registers the five resource task kinds.
+pub fn register(registry: &mut Registry, pipeline: Arc<Pipeline>) {
+    for (kind, queue) in ops::KINDS {
+        registry.register(Arc::new(ResourceTask {
+            kind,
+            queue,
+            pipeline: pipeline.clone(),
+        }));
+    }
+}
+
+struct ResourceTask {
+    kind: &'static str,
+    queue: Queue,
+    pipeline: Arc<Pipeline>,
+}
+
+#[async_trait::async_trait]
+impl TaskHandler for ResourceTask {
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    fn queue(&self) -> Queue {
+        self.queue
+    }
+
+    fn stages(&self, _task: &task::Model) -> Vec<&'static str> {
+        STAGES.to_vec()
+    }
+
+    async fn run_stage(&self, run: &mut StageRun<'_>) -> Result<(), StageError> {
+        let config = &self.pipeline.config;
+        let engine = self.pipeline.engine.as_ref();
+        let report = match run.name {
+            "accept" => {
+                let operation: Operation = serde_json::from_value(run.task.payload.clone())
+                    .map_err(|error| {
+                        StageError::Fail(format!("invalid resource request: {error}"))
+                    })?;
+                operation
+                    .validate(config)
+                    .map_err(|error| StageError::Fail(error.to_string()))?;
+                json!({ "operation": operation.kind() })
+            }
+            "mutation" => {
+                let generation = run.task.generation.ok_or_else(|| {
+                    StageError::Fail("a resource task needs a scope generation".into())
+                })?;
+                let txn = run.txn().await?;
+                to_value(reconcile::apply_mutations(txn, generation).await?)
+            }
+            "mapping" => to_value(reconcile::delete_orphans(run.txn().await?, config).await?),
+            "topology_sync" => to_value(reconcile::sync_topology(run.txn().await?, config).await?),
+            "properties" => {
+                to_value(reconcile::update_properties(run.txn().await?, config, engine).await?)
+            }
+            "aggregated_status" => to_value(
+                reconcile::recompute_aggregated_status(run.txn().await?, config, engine).await?,
+            ),
+            "finalizer" => {
+                let progress = stored_progress(run).await?;
+                run.result = Some(json!({
+                    "resourceIds": resource_ids(run.task),
+                    "stages": progress,
+                }));
+                return Ok(());
+            }
+            other => return Err(StageError::Fail(format!("unknown stage `{other}`"))),
+        };
+        let mut progress = stored_progress(run).await?;
+        if let Value::Object(stages) = &mut progress {
+            stages.insert(run.name.to_owned(), report);
+        }
+        run.progress = Some(progress);
+        Ok(())
+    }
+}
+
+fn to_value(report: impl serde::Serialize) -> Value {
+    serde_json::to_value(report).unwrap_or(Value::Null)
+}
+
+/// The per-stage reports committed so far (read in the stage's
+/// transaction: a resumed task sees what earlier runs recorded).
+async fn stored_progress(run: &mut StageRun<'_>) -> Result<Value, StageError> {
+    let id = run.task.id;
+    let txn = run.txn().await?;
+    let stored = task::Entity::find_by_id(id)
+        .one(txn)
+        .await?
+        .and_then(|task| task.progress)
+        .filter(Value::is_object);
+    Ok(stored.unwrap_or_else(|| json!({})))
+}
+
+/// The resources a task is about (a create's resource has the task's id).
+pub fn resource_ids(task: &task::Model) -> Vec<String> {
+    match serde_json::from_value::<Operation>(task.payload.clone()) {
+        Ok(Operation::Create { .. }) => vec![task.id.to_string()],
+        Ok(operation) => operation
+            .targets()
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        Err(_) => vec![],
+    }
+}

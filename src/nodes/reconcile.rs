@@ -1,0 +1,1131 @@
+//! The seed's reconciliation, one function per phase, each run inside the
+//! stage transaction the runner opened (so it commits with the record that
+//! the stage is done). The decisions are [`super::plan`]'s pure functions;
+//! this module loads their inputs in bulk and writes their results.
+//!
+//! Work is found in the database, not handed from stage to stage in memory:
+//! `resources.needs_mapping` marks resources whose nodes must be
+//! recomputed, `node_dirty` nodes whose properties or aggregated status
+//! must. A task superseded half-way leaves its marks for the newer task,
+//! which does that work along with its own.
+//!
+//! Statement budget (what the statement-count tests hold us to):
+//! - [`delete_orphans`]: a constant number of loads, plus **one** `DELETE`
+//!   per root orphan, whatever the subtree's size;
+//! - [`sync_topology`]: a constant number per tree level for new nodes,
+//!   plus one per 500 changed mapping rows;
+//! - [`update_properties`]: per impacted class, a constant number of bulk
+//!   loads (nodes, their resources, each dependency class) and one write
+//!   per 500 changed nodes;
+//! - [`recompute_aggregated_status`]: per tree level one aggregate query
+//!   and one write — O(depth), not O(nodes).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use chrono::Utc;
+use entity::task;
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseTransaction, EntityTrait, QueryFilter, QueryOrder,
+    Statement, Value,
+};
+use serde::Serialize;
+use serde_json::{Map, json};
+use uuid::Uuid;
+
+use super::{
+    NODE_STATUS_CHANGED,
+    config::NodeConfig,
+    engine::{ClassContext, Engine, NodeInput, PatchInput, status_of},
+    ops::{self, Operation},
+    plan::{self, Candidate, NodeSpec},
+};
+use crate::{
+    error::{AppError, AppResult},
+    jobs::{model::TaskStatus, outbox},
+};
+
+/// Rows per multi-row statement (well under either backend's parameter limit).
+const CHUNK: usize = 500;
+
+fn stmt(txn: &DatabaseTransaction, sql: impl Into<String>, values: Vec<Value>) -> Statement {
+    Statement::from_sql_and_values(txn.get_database_backend(), sql, values)
+}
+
+/// `$start, $start+1, …` (`count` of them).
+fn params(start: usize, count: usize) -> String {
+    (start..start + count)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `($s, $s+1), ($s+2, $s+3), …`: `rows` tuples of `width`.
+fn tuples(rows: usize, width: usize) -> String {
+    (0..rows)
+        .map(|row| format!("({})", params(1 + row * width, width)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+// ---------------------------------------------------------------- Mutation
+
+/// What the mutation stage applied.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MutationReport {
+    /// Requests applied (this one and older ones a newer request took over).
+    pub applied: usize,
+    /// Requests whose resource no longer existed.
+    pub skipped: usize,
+}
+
+/// Applies, in generation order, every accepted request up to this task's
+/// generation that is not applied yet: this task's own, and those of older
+/// tasks that were superseded before they got here. So superseding never
+/// loses a mutation. Failed and cancelled requests are not applied.
+pub async fn apply_mutations(
+    txn: &DatabaseTransaction,
+    generation: i64,
+) -> AppResult<MutationReport> {
+    let applied_row = txn
+        .query_one_raw(stmt(
+            txn,
+            "SELECT applied_generation FROM node_tree WHERE id = 1",
+            vec![],
+        ))
+        .await?
+        .ok_or_else(|| AppError::internal(anyhow::anyhow!("node_tree row missing")))?;
+    let applied: i64 = applied_row.try_get("", "applied_generation")?;
+    let mut report = MutationReport::default();
+    if applied >= generation {
+        return Ok(report);
+    }
+    let pending = task::Entity::find()
+        .filter(task::Column::Scope.eq(ops::SCOPE))
+        .filter(task::Column::Generation.gt(applied))
+        .filter(task::Column::Generation.lte(generation))
+        .filter(
+            task::Column::Status
+                .is_not_in([TaskStatus::Failed.as_str(), TaskStatus::Cancelled.as_str()]),
+        )
+        .order_by_asc(task::Column::Generation)
+        .all(txn)
+        .await?;
+    for request in pending {
+        let Ok(operation) = serde_json::from_value::<Operation>(request.payload.clone()) else {
+            tracing::warn!(task_id = %request.id, "resource task with an unreadable payload");
+            report.skipped += 1;
+            continue;
+        };
+        if apply_one(txn, request.id, &operation).await? {
+            report.applied += 1;
+        } else {
+            report.skipped += 1;
+        }
+    }
+    txn.execute_raw(stmt(
+        txn,
+        "UPDATE node_tree SET applied_generation = $1 WHERE id = 1",
+        vec![generation.into()],
+    ))
+    .await?;
+    Ok(report)
+}
+
+/// Applies one request; false when its resource is gone.
+async fn apply_one(
+    txn: &DatabaseTransaction,
+    task_id: Uuid,
+    operation: &Operation,
+) -> AppResult<bool> {
+    let now = Utc::now();
+    match operation {
+        Operation::Create { attributes } => {
+            txn.execute_raw(stmt(
+                txn,
+                "INSERT INTO resources (id, attributes, version, deleting, needs_mapping, created_at, updated_at) \
+                 VALUES ($1, $2, 1, $3, $4, $5, $5) ON CONFLICT (id) DO NOTHING",
+                vec![
+                    task_id.into(),
+                    serde_json::Value::Object(attributes.clone()).into(),
+                    false.into(),
+                    true.into(),
+                    now.into(),
+                ],
+            ))
+            .await?;
+            Ok(true)
+        }
+        Operation::UpdateA { resource_id, patch } | Operation::UpdateB { resource_id, patch } => {
+            let Some(row) = txn
+                .query_one_raw(stmt(
+                    txn,
+                    "SELECT attributes FROM resources WHERE id = $1 AND deleting = $2",
+                    vec![(*resource_id).into(), false.into()],
+                ))
+                .await?
+            else {
+                return Ok(false);
+            };
+            let mut attributes = match row.try_get::<serde_json::Value>("", "attributes")? {
+                serde_json::Value::Object(map) => map,
+                _ => Map::new(),
+            };
+            ops::merge_patch(&mut attributes, patch);
+            replace_attributes(txn, *resource_id, attributes).await
+        }
+        Operation::UpdateC { resources } => {
+            let mut any = false;
+            for replacement in resources {
+                any |=
+                    replace_attributes(txn, replacement.id, replacement.attributes.clone()).await?;
+            }
+            Ok(any)
+        }
+        Operation::Delete { resource_id } => {
+            let result = txn
+                .execute_raw(stmt(
+                    txn,
+                    "UPDATE resources SET deleting = $1, needs_mapping = $1, version = version + 1, \
+                     updated_at = $2 WHERE id = $3 AND deleting = $4",
+                    vec![true.into(), now.into(), (*resource_id).into(), false.into()],
+                ))
+                .await?;
+            Ok(result.rows_affected() == 1)
+        }
+    }
+}
+
+async fn replace_attributes(
+    txn: &DatabaseTransaction,
+    id: Uuid,
+    attributes: Map<String, serde_json::Value>,
+) -> AppResult<bool> {
+    let result = txn
+        .execute_raw(stmt(
+            txn,
+            "UPDATE resources SET attributes = $1, needs_mapping = $2, version = version + 1, \
+             updated_at = $3 WHERE id = $4 AND deleting = $5",
+            vec![
+                serde_json::Value::Object(attributes).into(),
+                true.into(),
+                Utc::now().into(),
+                id.into(),
+                false.into(),
+            ],
+        ))
+        .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+// ------------------------------------------------------- Mapping (phase 1)
+
+/// A resource whose nodes must be recomputed, with where it maps now.
+struct DirtyResource {
+    id: Uuid,
+    specs: Vec<NodeSpec>,
+}
+
+async fn dirty_resources(
+    txn: &DatabaseTransaction,
+    config: &NodeConfig,
+) -> AppResult<Vec<DirtyResource>> {
+    let rows = txn
+        .query_all_raw(stmt(
+            txn,
+            "SELECT id, attributes, deleting FROM resources WHERE needs_mapping = $1",
+            vec![true.into()],
+        ))
+        .await?;
+    rows.iter()
+        .map(|row| {
+            let deleting: bool = row.try_get("", "deleting")?;
+            let attributes: serde_json::Value = row.try_get("", "attributes")?;
+            Ok(DirtyResource {
+                id: row.try_get("", "id")?,
+                specs: if deleting {
+                    vec![]
+                } else {
+                    plan::resolve(config, &attributes)
+                },
+            })
+        })
+        .collect()
+}
+
+/// The current mapping of the dirty resources: (resource, node id, key, path).
+struct Linked {
+    resource: Uuid,
+    node: i64,
+    business_key: String,
+    path: String,
+}
+
+async fn current_mapping(txn: &DatabaseTransaction) -> AppResult<Vec<Linked>> {
+    let rows = txn
+        .query_all_raw(stmt(
+            txn,
+            "SELECT rn.resource_id, n.id, n.business_key, n.path FROM resource_nodes rn \
+             JOIN resources r ON r.id = rn.resource_id JOIN nodes n ON n.id = rn.node_id \
+             WHERE r.needs_mapping = $1",
+            vec![true.into()],
+        ))
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(Linked {
+                resource: row.try_get("", "resource_id")?,
+                node: row.try_get("", "id")?,
+                business_key: row.try_get("", "business_key")?,
+                path: row.try_get("", "path")?,
+            })
+        })
+        .collect()
+}
+
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphanReport {
+    pub orphans: usize,
+    pub deleted_subtrees: usize,
+}
+
+/// Phase 1: nodes every resource leaves (and none joins) are orphans;
+/// reduced to root orphans, each subtree is deleted with one statement.
+/// Their parents join the status area. The mapping that remains is the
+/// effective new mapping the next phases work on.
+pub async fn delete_orphans(
+    txn: &DatabaseTransaction,
+    config: &NodeConfig,
+) -> AppResult<OrphanReport> {
+    let dirty = dirty_resources(txn, config).await?;
+    if dirty.is_empty() {
+        return Ok(OrphanReport::default());
+    }
+    let new_keys: HashMap<Uuid, BTreeSet<&str>> = dirty
+        .iter()
+        .map(|resource| {
+            (
+                resource.id,
+                resource
+                    .specs
+                    .iter()
+                    .map(|spec| spec.business_key.as_str())
+                    .collect(),
+            )
+        })
+        .collect();
+    let joining: BTreeSet<String> = new_keys
+        .values()
+        .flatten()
+        .map(|key| (*key).to_owned())
+        .collect();
+    let mut leaving: BTreeMap<i64, (String, String, usize)> = BTreeMap::new();
+    for link in current_mapping(txn).await? {
+        let stays = new_keys
+            .get(&link.resource)
+            .is_some_and(|keys| keys.contains(link.business_key.as_str()));
+        if !stays {
+            leaving
+                .entry(link.node)
+                .or_insert_with(|| (link.business_key.clone(), link.path.clone(), 0))
+                .2 += 1;
+        }
+    }
+    if leaving.is_empty() {
+        return Ok(OrphanReport::default());
+    }
+    let linked = linked_counts(txn, leaving.keys().copied().collect()).await?;
+    let candidates: Vec<Candidate> = leaving
+        .into_iter()
+        .map(|(id, (business_key, path, leaving))| Candidate {
+            id,
+            path,
+            business_key,
+            linked: linked.get(&id).copied().unwrap_or(0),
+            leaving,
+        })
+        .collect();
+    let orphans: Vec<&Candidate> = plan::orphans(&candidates, &joining).collect();
+    let roots = plan::root_orphans(orphans.iter().map(|orphan| orphan.path.as_str()));
+    for root in &roots {
+        delete_subtree(txn, root).await?;
+    }
+    let parents: Vec<i64> = roots
+        .iter()
+        .filter_map(|root| plan::ancestors(root).last().copied())
+        .collect();
+    mark_dirty(txn, &parents, Dirt::Status).await?;
+    Ok(OrphanReport {
+        orphans: orphans.len(),
+        deleted_subtrees: roots.len(),
+    })
+}
+
+/// How many resources each node is linked to.
+async fn linked_counts(
+    txn: &DatabaseTransaction,
+    nodes: Vec<i64>,
+) -> AppResult<HashMap<i64, usize>> {
+    let mut counts = HashMap::new();
+    for chunk in nodes.chunks(CHUNK) {
+        let rows = txn
+            .query_all_raw(stmt(
+                txn,
+                format!(
+                    "SELECT node_id, COUNT(*) AS n FROM resource_nodes WHERE node_id IN ({}) GROUP BY node_id",
+                    params(1, chunk.len())
+                ),
+                chunk.iter().map(|&id| id.into()).collect(),
+            ))
+            .await?;
+        for row in rows {
+            let n: i64 = row.try_get("", "n")?;
+            counts.insert(row.try_get::<i64>("", "node_id")?, n as usize);
+        }
+    }
+    Ok(counts)
+}
+
+/// Deletes the node at `path` and its whole subtree: one statement on the
+/// path index (the mapping rows and marks go by cascade).
+pub async fn delete_subtree(txn: &DatabaseTransaction, path: &str) -> AppResult<u64> {
+    let (lower, upper) = plan::subtree_range(path);
+    let result = txn
+        .execute_raw(stmt(
+            txn,
+            "DELETE FROM nodes WHERE path >= $1 AND path < $2",
+            vec![lower.into(), upper.into()],
+        ))
+        .await?;
+    Ok(result.rows_affected())
+}
+
+#[derive(Clone, Copy)]
+enum Dirt {
+    Props,
+    Status,
+    Both,
+}
+
+/// Marks existing nodes as owing a recomputation.
+async fn mark_dirty(txn: &DatabaseTransaction, nodes: &[i64], dirt: Dirt) -> AppResult<()> {
+    let (props, status) = match dirt {
+        Dirt::Props => (true, false),
+        Dirt::Status => (false, true),
+        Dirt::Both => (true, true),
+    };
+    let set = match dirt {
+        Dirt::Props => "props = $1",
+        Dirt::Status => "status = $2",
+        Dirt::Both => "props = $1, status = $2",
+    };
+    for chunk in nodes.chunks(CHUNK) {
+        let mut values: Vec<Value> = vec![props.into(), status.into()];
+        values.extend(chunk.iter().map(|&id| Value::from(id)));
+        txn.execute_raw(stmt(
+            txn,
+            format!(
+                "INSERT INTO node_dirty (node_id, props, status) SELECT id, $1, $2 FROM nodes \
+                 WHERE id IN ({}) ON CONFLICT (node_id) DO UPDATE SET {set}",
+                params(3, chunk.len())
+            ),
+            values,
+        ))
+        .await?;
+    }
+    Ok(())
+}
+
+// ----------------------------------------------- Topology sync (phases 2–4)
+
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopologyReport {
+    pub new_nodes: usize,
+    pub links_removed: usize,
+    pub links_added: usize,
+    pub directly_impacted: usize,
+    pub resources_deleted: usize,
+}
+
+/// Phases 2–4: inserts the nodes the dirty resources map to that do not
+/// exist yet (parents before children, idempotent on the business key),
+/// brings `resource_nodes` to the new mapping by delta, and marks the
+/// direct impact: every node a changed resource left, joined or stays on
+/// (its attributes changed), and every new node.
+pub async fn sync_topology(
+    txn: &DatabaseTransaction,
+    config: &NodeConfig,
+) -> AppResult<TopologyReport> {
+    let dirty = dirty_resources(txn, config).await?;
+    let mut report = TopologyReport::default();
+    if dirty.is_empty() {
+        return Ok(report);
+    }
+    // Phase 2: new nodes.
+    let mut wanted: BTreeMap<&str, &NodeSpec> = BTreeMap::new();
+    for resource in &dirty {
+        for spec in &resource.specs {
+            wanted.entry(spec.business_key.as_str()).or_insert(spec);
+        }
+    }
+    let mut known = nodes_by_key(txn, wanted.keys().copied().collect()).await?;
+    let mut missing: BTreeMap<usize, Vec<&NodeSpec>> = BTreeMap::new();
+    for (key, spec) in &wanted {
+        if !known.contains_key(*key) {
+            missing.entry(spec.depth).or_default().push(spec);
+        }
+    }
+    let mut new_nodes = Vec::new();
+    for level in missing.values() {
+        let inserted = insert_level(txn, config, level, &known).await?;
+        for (key, node) in inserted {
+            new_nodes.push(node.0);
+            known.insert(key, node);
+        }
+    }
+    report.new_nodes = new_nodes.len();
+
+    // Phase 3: the mapping, by delta.
+    let old: BTreeSet<(Uuid, i64)> = current_mapping(txn)
+        .await?
+        .into_iter()
+        .map(|link| (link.resource, link.node))
+        .collect();
+    let new: BTreeSet<(Uuid, i64)> = dirty
+        .iter()
+        .flat_map(|resource| {
+            resource
+                .specs
+                .iter()
+                .filter_map(|spec| known.get(&spec.business_key))
+                .map(move |node| (resource.id, node.0))
+        })
+        .collect();
+    let (removed, added) = plan::mapping_delta(&old, &new);
+    write_pairs(
+        txn,
+        "DELETE FROM resource_nodes WHERE (resource_id, node_id) IN (VALUES {})",
+        &removed,
+    )
+    .await?;
+    write_pairs(
+        txn,
+        "INSERT INTO resource_nodes (resource_id, node_id) VALUES {} ON CONFLICT DO NOTHING",
+        &added,
+    )
+    .await?;
+    report.links_removed = removed.len();
+    report.links_added = added.len();
+
+    // Phase 4: direct impact.
+    let impacted: BTreeSet<i64> = old
+        .iter()
+        .chain(new.iter())
+        .map(|(_, node)| *node)
+        .collect();
+    let impacted: Vec<i64> = impacted.into_iter().collect();
+    mark_dirty(txn, &impacted, Dirt::Props).await?;
+    mark_dirty(txn, &new_nodes, Dirt::Both).await?;
+    report.directly_impacted = impacted.len();
+
+    let deleted = txn
+        .execute_raw(stmt(
+            txn,
+            "DELETE FROM resources WHERE needs_mapping = $1 AND deleting = $1",
+            vec![true.into()],
+        ))
+        .await?;
+    report.resources_deleted = deleted.rows_affected() as usize;
+    txn.execute_raw(stmt(
+        txn,
+        "UPDATE resources SET needs_mapping = $1 WHERE needs_mapping = $2",
+        vec![false.into(), true.into()],
+    ))
+    .await?;
+    Ok(report)
+}
+
+/// Runs `sql` (its `{}` replaced by the tuples) over (resource, node)
+/// pairs, one statement per chunk.
+async fn write_pairs(txn: &DatabaseTransaction, sql: &str, pairs: &[(Uuid, i64)]) -> AppResult<()> {
+    for chunk in pairs.chunks(CHUNK) {
+        txn.execute_raw(stmt(
+            txn,
+            sql.replace("{}", &tuples(chunk.len(), 2)),
+            chunk
+                .iter()
+                .flat_map(|(resource, node)| [Value::from(*resource), Value::from(*node)])
+                .collect(),
+        ))
+        .await?;
+    }
+    Ok(())
+}
+
+/// Existing nodes by business key: (id, path).
+async fn nodes_by_key(
+    txn: &DatabaseTransaction,
+    keys: Vec<&str>,
+) -> AppResult<HashMap<String, (i64, String)>> {
+    let mut found = HashMap::new();
+    for chunk in keys.chunks(CHUNK) {
+        let rows = txn
+            .query_all_raw(stmt(
+                txn,
+                format!(
+                    "SELECT id, business_key, path FROM nodes WHERE business_key IN ({})",
+                    params(1, chunk.len())
+                ),
+                chunk.iter().map(|key| Value::from(*key)).collect(),
+            ))
+            .await?;
+        for row in rows {
+            found.insert(
+                row.try_get("", "business_key")?,
+                (row.try_get("", "id")?, row.try_get("", "path")?),
+            );
+        }
+    }
+    Ok(found)
+}
+
+/// Inserts one level of new nodes (their parents exist) and sets their
+/// paths, which contain their own ids: an insert and a path update per
+/// chunk.
+async fn insert_level(
+    txn: &DatabaseTransaction,
+    config: &NodeConfig,
+    level: &[&NodeSpec],
+    known: &HashMap<String, (i64, String)>,
+) -> AppResult<Vec<(String, (i64, String))>> {
+    let now = Utc::now();
+    let mut inserted = Vec::new();
+    for chunk in level.chunks(CHUNK / 2) {
+        const WIDTH: usize = 10;
+        let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * WIDTH);
+        for spec in chunk {
+            let parent = spec.parent_key.as_ref().and_then(|key| known.get(key));
+            values.extend([
+                Value::from(config.classes[spec.class].name.clone()),
+                Value::from(spec.business_key.clone()),
+                Value::from(parent.map(|(id, _)| *id)),
+                Value::from(String::new()),
+                Value::from(spec.depth as i32),
+                Value::from(spec.position_token.clone()),
+                Value::from(json!({})),
+                Value::from(0),
+                Value::from(now),
+                Value::from(now),
+            ]);
+        }
+        let by_key: HashMap<&str, &NodeSpec> = chunk
+            .iter()
+            .map(|spec| (spec.business_key.as_str(), *spec))
+            .collect();
+        let rows = txn
+            .query_all_raw(stmt(
+                txn,
+                format!(
+                    "INSERT INTO nodes (class, business_key, parent_id, path, depth, position_token, \
+                     properties, aggregated_status, created_at, updated_at) VALUES {} \
+                     ON CONFLICT (business_key) DO NOTHING RETURNING id, business_key",
+                    tuples(chunk.len(), WIDTH)
+                ),
+                values,
+            ))
+            .await?;
+        let mut paths = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id: i64 = row.try_get("", "id")?;
+            let key: String = row.try_get("", "business_key")?;
+            let parent_path = by_key
+                .get(key.as_str())
+                .and_then(|spec| spec.parent_key.as_ref())
+                .and_then(|parent| known.get(parent))
+                .map(|(_, path)| path.as_str());
+            let path = plan::child_path(parent_path, id);
+            paths.push((id, path.clone()));
+            inserted.push((key, (id, path)));
+        }
+        if !paths.is_empty() {
+            txn.execute_raw(stmt(
+                txn,
+                format!(
+                    "UPDATE nodes SET path = v.column2 FROM (VALUES {}) AS v WHERE nodes.id = v.column1",
+                    tuples(paths.len(), 2)
+                ),
+                paths
+                    .into_iter()
+                    .flat_map(|(id, path)| [Value::from(id), Value::from(path)])
+                    .collect(),
+            ))
+            .await?;
+        }
+    }
+    Ok(inserted)
+}
+
+// --------------------------------------------------- Properties (5 and 6)
+
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PropertiesReport {
+    pub classes: Vec<String>,
+    pub nodes_computed: usize,
+    pub nodes_changed: usize,
+    pub fixpoint_rounds: usize,
+}
+
+/// A node being computed, with what it had.
+struct Computed {
+    input: NodeInput,
+    old: serde_json::Value,
+    old_status: i32,
+}
+
+/// Phases 5 and 6: the classes of the directly impacted nodes, plus every
+/// class that depends on them transitively (all of whose nodes are
+/// recomputed), in dependency order; each class's context is loaded in
+/// bulk, the Engine computes, and changed nodes are written and join the
+/// status area. Strongly connected classes are recomputed together until
+/// nothing changes, at most `maxFixpointIterations` rounds.
+pub async fn update_properties(
+    txn: &DatabaseTransaction,
+    config: &NodeConfig,
+    engine: &dyn Engine,
+) -> AppResult<PropertiesReport> {
+    let mut report = PropertiesReport::default();
+    let rows = txn
+        .query_all_raw(stmt(
+            txn,
+            "SELECT DISTINCT n.class FROM node_dirty d JOIN nodes n ON n.id = d.node_id WHERE d.props = $1",
+            vec![true.into()],
+        ))
+        .await?;
+    let mut direct = BTreeSet::new();
+    for row in rows {
+        let class: String = row.try_get("", "class")?;
+        // A class no longer configured keeps its stored properties.
+        if let Some(index) = config.class_index(&class) {
+            direct.insert(index);
+        }
+    }
+    if direct.is_empty() {
+        return Ok(report);
+    }
+    let mut whole = config.indirectly_impacted(&direct);
+    for unit in &config.units {
+        if unit.cyclic
+            && unit
+                .classes
+                .iter()
+                .any(|c| direct.contains(c) || whole.contains(c))
+        {
+            whole.extend(unit.classes.iter().copied());
+        }
+    }
+    let mut status_changed = Vec::new();
+    for unit in &config.units {
+        let members: Vec<usize> = unit
+            .classes
+            .iter()
+            .copied()
+            .filter(|c| direct.contains(c) || whole.contains(c))
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        let mut computed: BTreeMap<usize, Vec<Computed>> = BTreeMap::new();
+        for &class in &members {
+            computed.insert(
+                class,
+                load_class(txn, config, class, whole.contains(&class)).await?,
+            );
+            report.classes.push(config.classes[class].name.clone());
+        }
+        // Dependencies outside the unit are final already: load them once.
+        let mut dependencies: HashMap<String, Vec<Map<String, serde_json::Value>>> = HashMap::new();
+        for &class in &members {
+            for dependency in &config.classes[class].depends_on {
+                let inside = config
+                    .class_index(dependency)
+                    .is_some_and(|d| members.contains(&d));
+                if !inside && !dependencies.contains_key(dependency) {
+                    dependencies
+                        .insert(dependency.clone(), class_properties(txn, dependency).await?);
+                }
+            }
+        }
+        let rounds = if unit.cyclic {
+            config.max_fixpoint_iterations as usize
+        } else {
+            1
+        };
+        let mut results: BTreeMap<usize, Vec<Map<String, serde_json::Value>>> = BTreeMap::new();
+        for round in 0..rounds {
+            report.fixpoint_rounds += 1;
+            let mut changed = false;
+            for &class in &members {
+                // Inside a cycle, members read each other's latest round.
+                for &other in &members {
+                    let name = &config.classes[other].name;
+                    if config.classes[class].depends_on.contains(name) {
+                        let values = match results.get(&other) {
+                            Some(values) => values.clone(),
+                            None => computed[&other]
+                                .iter()
+                                .map(|node| node.old.as_object().cloned().unwrap_or_default())
+                                .collect(),
+                        };
+                        dependencies.insert(name.clone(), values);
+                    }
+                }
+                let inputs: Vec<NodeInput> = computed[&class]
+                    .iter()
+                    .map(|node| node.input.clone())
+                    .collect();
+                let out = engine.properties(
+                    &config.classes[class],
+                    &ClassContext {
+                        nodes: &inputs,
+                        dependencies: &dependencies,
+                    },
+                );
+                if results.get(&class) != Some(&out) {
+                    changed = true;
+                }
+                results.insert(class, out);
+            }
+            if !changed && round > 0 {
+                break;
+            }
+        }
+        for (&class, nodes) in &computed {
+            let out = &results[&class];
+            report.nodes_computed += nodes.len();
+            let mut writes = Vec::new();
+            for (node, properties) in nodes.iter().zip(out) {
+                let value = serde_json::Value::Object(properties.clone());
+                if value != node.old {
+                    let status = status_of(properties);
+                    if status != node.old_status {
+                        status_changed.push(node.input.id);
+                    }
+                    writes.push((node.input.id, value, status));
+                }
+            }
+            report.nodes_changed += writes.len();
+            write_properties(txn, writes).await?;
+        }
+    }
+    mark_dirty(txn, &status_changed, Dirt::Status).await?;
+    txn.execute_raw(stmt(
+        txn,
+        "UPDATE node_dirty SET props = $1 WHERE props = $2",
+        vec![false.into(), true.into()],
+    ))
+    .await?;
+    txn.execute_raw(stmt(
+        txn,
+        "DELETE FROM node_dirty WHERE props = $1 AND status = $1",
+        vec![false.into()],
+    ))
+    .await?;
+    Ok(report)
+}
+
+/// A class's nodes to compute (all of them, or only those marked) with
+/// their resources' attributes: two statements.
+async fn load_class(
+    txn: &DatabaseTransaction,
+    config: &NodeConfig,
+    class: usize,
+    whole: bool,
+) -> AppResult<Vec<Computed>> {
+    let name = config.classes[class].name.clone();
+    let marked = if whole {
+        ""
+    } else {
+        "JOIN node_dirty d ON d.node_id = n.id AND d.props = $2"
+    };
+    let values = |with_flag: bool| -> Vec<Value> {
+        if with_flag {
+            vec![name.clone().into(), true.into()]
+        } else {
+            vec![name.clone().into()]
+        }
+    };
+    let rows = txn
+        .query_all_raw(stmt(
+            txn,
+            format!(
+                "SELECT n.id, n.position_token, n.properties, n.status FROM nodes n {marked} \
+                 WHERE n.class = $1 ORDER BY n.id"
+            ),
+            values(!whole),
+        ))
+        .await?;
+    let mut nodes = Vec::with_capacity(rows.len());
+    let mut index = HashMap::with_capacity(rows.len());
+    for row in rows {
+        let id: i64 = row.try_get("", "id")?;
+        index.insert(id, nodes.len());
+        nodes.push(Computed {
+            input: NodeInput {
+                id,
+                position_token: row.try_get("", "position_token")?,
+                resources: Vec::new(),
+            },
+            old: row.try_get("", "properties")?,
+            old_status: row.try_get("", "status")?,
+        });
+    }
+    let rows = txn
+        .query_all_raw(stmt(
+            txn,
+            format!(
+                "SELECT rn.node_id, r.attributes FROM resource_nodes rn \
+                 JOIN resources r ON r.id = rn.resource_id JOIN nodes n ON n.id = rn.node_id {marked} \
+                 WHERE n.class = $1 ORDER BY rn.node_id, r.id"
+            ),
+            values(!whole),
+        ))
+        .await?;
+    for row in rows {
+        let node: i64 = row.try_get("", "node_id")?;
+        if let Some(&i) = index.get(&node) {
+            nodes[i]
+                .input
+                .resources
+                .push(row.try_get("", "attributes")?);
+        }
+    }
+    Ok(nodes)
+}
+
+/// The properties of every node of a class: one statement.
+async fn class_properties(
+    txn: &DatabaseTransaction,
+    class: &str,
+) -> AppResult<Vec<Map<String, serde_json::Value>>> {
+    let rows = txn
+        .query_all_raw(stmt(
+            txn,
+            "SELECT properties FROM nodes WHERE class = $1 ORDER BY id",
+            vec![class.into()],
+        ))
+        .await?;
+    rows.iter()
+        .map(|row| {
+            let value: serde_json::Value = row.try_get("", "properties")?;
+            Ok(value.as_object().cloned().unwrap_or_default())
+        })
+        .collect()
+}
+
+async fn write_properties(
+    txn: &DatabaseTransaction,
+    writes: Vec<(i64, serde_json::Value, i32)>,
+) -> AppResult<()> {
+    let now = Utc::now();
+    for chunk in writes.chunks(CHUNK) {
+        let mut values: Vec<Value> = vec![now.into()];
+        for (id, properties, status) in chunk {
+            values.extend([
+                Value::from(*id),
+                Value::from(properties.clone()),
+                Value::from(*status),
+            ]);
+        }
+        let rows: Vec<String> = (0..chunk.len())
+            .map(|row| format!("({})", params(2 + row * 3, 3)))
+            .collect();
+        txn.execute_raw(stmt(
+            txn,
+            format!(
+                "UPDATE nodes SET properties = v.column2, status = v.column3, updated_at = $1 \
+                 FROM (VALUES {}) AS v WHERE nodes.id = v.column1",
+                rows.join(", ")
+            ),
+            values,
+        ))
+        .await?;
+    }
+    Ok(())
+}
+
+// ------------------------------------------------ Aggregated status (7)
+
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusReport {
+    pub status_area: usize,
+    pub levels: usize,
+    pub changed: usize,
+}
+
+/// A node of the status area.
+struct AreaNode {
+    class: String,
+    path: String,
+    status: i32,
+    aggregated: i32,
+    properties: serde_json::Value,
+}
+
+/// Phase 7: the status area (marked nodes and all their ancestors) is
+/// recomputed level by level from the deepest: one `GROUP BY parent_id`
+/// aggregate over the level's children, then `patchAggregatedStatus`, then
+/// one write of the level's changes, so the parent level reads them. Each
+/// change is an outbox event (`node.status_changed`).
+pub async fn recompute_aggregated_status(
+    txn: &DatabaseTransaction,
+    config: &NodeConfig,
+    engine: &dyn Engine,
+) -> AppResult<StatusReport> {
+    let mut report = StatusReport::default();
+    let rows = txn
+        .query_all_raw(stmt(
+            txn,
+            "SELECT n.id, n.path FROM node_dirty d JOIN nodes n ON n.id = d.node_id WHERE d.status = $1",
+            vec![true.into()],
+        ))
+        .await?;
+    let mut marked = Vec::with_capacity(rows.len());
+    for row in rows {
+        marked.push((
+            row.try_get::<i64>("", "id")?,
+            row.try_get::<String>("", "path")?,
+        ));
+    }
+    let levels = plan::status_area_levels(marked.iter().map(|(id, path)| (*id, path.as_str())));
+    let area_ids: Vec<i64> = levels
+        .iter()
+        .flat_map(|(_, ids)| ids.iter().copied())
+        .collect();
+    report.status_area = area_ids.len();
+    report.levels = levels.len();
+    let mut area: HashMap<i64, AreaNode> = HashMap::with_capacity(area_ids.len());
+    for chunk in area_ids.chunks(CHUNK) {
+        let rows = txn
+            .query_all_raw(stmt(
+                txn,
+                format!(
+                    "SELECT id, class, path, status, aggregated_status, properties FROM nodes WHERE id IN ({})",
+                    params(1, chunk.len())
+                ),
+                chunk.iter().map(|&id| id.into()).collect(),
+            ))
+            .await?;
+        for row in rows {
+            area.insert(
+                row.try_get("", "id")?,
+                AreaNode {
+                    class: row.try_get("", "class")?,
+                    path: row.try_get("", "path")?,
+                    status: row.try_get("", "status")?,
+                    aggregated: row.try_get("", "aggregated_status")?,
+                    properties: row.try_get("", "properties")?,
+                },
+            );
+        }
+    }
+    let mut events = Vec::new();
+    for (_, ids) in &levels {
+        let ids: Vec<i64> = ids
+            .iter()
+            .copied()
+            .filter(|id| area.contains_key(id))
+            .collect();
+        let mut children_max: HashMap<i64, i32> = HashMap::new();
+        for chunk in ids.chunks(CHUNK) {
+            let rows = txn
+                .query_all_raw(stmt(
+                    txn,
+                    format!(
+                        "SELECT parent_id, MAX(aggregated_status) AS agg FROM nodes \
+                         WHERE parent_id IN ({}) GROUP BY parent_id",
+                        params(1, chunk.len())
+                    ),
+                    chunk.iter().map(|&id| id.into()).collect(),
+                ))
+                .await?;
+            for row in rows {
+                children_max.insert(row.try_get("", "parent_id")?, row.try_get("", "agg")?);
+            }
+        }
+        let mut writes: Vec<(i64, i32)> = Vec::new();
+        for id in ids {
+            let node = &area[&id];
+            let computed = plan::aggregate(node.status, children_max.get(&id).copied());
+            let aggregated = config
+                .class(&node.class)
+                .and_then(|class| {
+                    engine.patch_aggregated_status(
+                        class,
+                        &PatchInput {
+                            status: node.status,
+                            aggregated: computed,
+                            properties: &node.properties,
+                        },
+                    )
+                })
+                .unwrap_or(computed);
+            if aggregated != node.aggregated {
+                writes.push((id, aggregated));
+                events.push(outbox::NewEvent {
+                    topic: NODE_STATUS_CHANGED,
+                    aggregate_id: id.to_string(),
+                    owner_id: None,
+                    payload: json!({
+                        "id": id.to_string(),
+                        "class": node.class,
+                        "path": node.path,
+                        "status": node.status,
+                        "aggregatedStatus": aggregated,
+                        "previousAggregatedStatus": node.aggregated,
+                    }),
+                });
+            }
+        }
+        report.changed += writes.len();
+        let now = Utc::now();
+        for chunk in writes.chunks(CHUNK) {
+            let mut values: Vec<Value> = vec![now.into()];
+            values.extend(
+                chunk
+                    .iter()
+                    .flat_map(|(id, aggregated)| [Value::from(*id), Value::from(*aggregated)]),
+            );
+            let rows: Vec<String> = (0..chunk.len())
+                .map(|row| format!("({})", params(2 + row * 2, 2)))
+                .collect();
+            txn.execute_raw(stmt(
+                txn,
+                format!(
+                    "UPDATE nodes SET aggregated_status = v.column2, updated_at = $1 \
+                     FROM (VALUES {}) AS v WHERE nodes.id = v.column1",
+                    rows.join(", ")
+                ),
+                values,
+            ))
+            .await?;
+        }
+    }
+    outbox::emit(txn, events).await?;
+    txn.execute_raw(stmt(
+        txn,
+        "UPDATE node_dirty SET status = $1 WHERE status = $2",
+        vec![false.into(), true.into()],
+    ))
+    .await?;
+    txn.execute_raw(stmt(
+        txn,
+        "DELETE FROM node_dirty WHERE props = $1 AND status = $1",
+        vec![false.into()],
+    ))
+    .await?;
+    Ok(report)
+}

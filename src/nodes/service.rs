@@ -1,0 +1,240 @@
+//! Resources & Nodes as the API sees them: submitting operations (checked,
+//! then enqueued as tasks) and reading resources and the node tree.
+//! Resources and nodes are instance-wide: every signed-in member reads and
+//! writes them; resolvers require a viewer before calling in.
+
+use std::{collections::BTreeSet, sync::Arc};
+
+use entity::{node, node_tree, resource, resource_node, task};
+use sea_orm::{
+    ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+};
+use uuid::Uuid;
+
+use super::{
+    config::NodeConfig,
+    ops::{self, Operation},
+    plan,
+};
+use crate::{
+    auth::Viewer,
+    error::{AppError, AppResult},
+    jobs::{
+        Jobs,
+        model::{NewTask, TaskStatus},
+        store::Enqueued,
+    },
+};
+
+/// Most nodes one `nodeTree` answer holds.
+pub const MAX_TREE_NODES: u64 = 10_000;
+/// Most rows a list field (`children`, `resources`…) returns.
+pub const MAX_LIST: u64 = 1_000;
+
+#[derive(Clone)]
+pub struct NodesService {
+    db: DatabaseConnection,
+    jobs: Jobs,
+    config: Arc<NodeConfig>,
+}
+
+impl NodesService {
+    pub fn new(db: DatabaseConnection, jobs: Jobs, config: Arc<NodeConfig>) -> Self {
+        NodesService { db, jobs, config }
+    }
+
+    pub fn config(&self) -> &NodeConfig {
+        &self.config
+    }
+
+    pub fn db(&self) -> &DatabaseConnection {
+        &self.db
+    }
+
+    /// Checks an operation and enqueues its task. A repeat with the same
+    /// idempotency key and payload returns the first task; the same key
+    /// with another payload is `IDEMPOTENCY_KEY_REUSED`.
+    pub async fn submit(
+        &self,
+        viewer: &Viewer,
+        operation: Operation,
+        idempotency_key: String,
+    ) -> AppResult<Enqueued> {
+        operation.validate(&self.config)?;
+        self.check_targets(&operation.targets()).await?;
+        let payload = serde_json::to_value(&operation).map_err(AppError::internal)?;
+        let mut new = NewTask::new(operation.kind(), operation.queue(), payload);
+        new.owner_id = Some(viewer.user_id);
+        new.idempotency_key = Some(idempotency_key);
+        new.scope = Some(ops::SCOPE.to_owned());
+        self.jobs.enqueue(new).await
+    }
+
+    /// Every target exists and is not being deleted, or is the resource of
+    /// a create that is still on its way.
+    async fn check_targets(&self, targets: &[Uuid]) -> AppResult<()> {
+        if targets.is_empty() {
+            return Ok(());
+        }
+        let existing: BTreeSet<Uuid> = resource::Entity::find()
+            .select_only()
+            .column(resource::Column::Id)
+            .filter(resource::Column::Id.is_in(targets.iter().copied()))
+            .filter(resource::Column::Deleting.eq(false))
+            .into_tuple::<Uuid>()
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .collect();
+        let missing: Vec<Uuid> = targets
+            .iter()
+            .copied()
+            .filter(|id| !existing.contains(id))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        // A create not applied yet (its generation is past the applied
+        // one) is on its way; an applied one whose row is missing was deleted.
+        let applied: i64 = node_tree::Entity::find_by_id(1)
+            .one(&self.db)
+            .await?
+            .map_or(0, |tree| tree.applied_generation);
+        let on_its_way: BTreeSet<Uuid> = task::Entity::find()
+            .select_only()
+            .column(task::Column::Id)
+            .filter(task::Column::Id.is_in(missing.iter().copied()))
+            .filter(task::Column::Kind.eq(ops::CREATE_KIND))
+            .filter(task::Column::Generation.gt(applied))
+            .filter(
+                task::Column::Status
+                    .is_not_in([TaskStatus::Failed.as_str(), TaskStatus::Cancelled.as_str()]),
+            )
+            .into_tuple::<Uuid>()
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .collect();
+        if missing.iter().all(|id| on_its_way.contains(id)) {
+            Ok(())
+        } else {
+            Err(AppError::NotFound("resource"))
+        }
+    }
+
+    pub async fn resource(&self, id: Uuid) -> AppResult<Option<resource::Model>> {
+        Ok(resource::Entity::find_by_id(id).one(&self.db).await?)
+    }
+
+    pub fn resources_select(&self) -> sea_orm::Select<resource::Entity> {
+        resource::Entity::find()
+    }
+
+    pub async fn node(&self, id: i64) -> AppResult<Option<node::Model>> {
+        Ok(node::Entity::find_by_id(id).one(&self.db).await?)
+    }
+
+    /// The nodes a resource maps to, root first.
+    pub async fn nodes_of_resource(&self, id: Uuid) -> AppResult<Vec<node::Model>> {
+        Ok(node::Entity::find()
+            .filter(
+                node::Column::Id.in_subquery(
+                    sea_orm::sea_query::Query::select()
+                        .column(resource_node::Column::NodeId)
+                        .from(resource_node::Entity)
+                        .and_where(resource_node::Column::ResourceId.eq(id))
+                        .to_owned(),
+                ),
+            )
+            .order_by_asc(node::Column::Depth)
+            .order_by_asc(node::Column::Id)
+            .all(&self.db)
+            .await?)
+    }
+
+    /// The resources mapped to a node (at most `limit`).
+    pub async fn resources_of_node(&self, id: i64, limit: u64) -> AppResult<Vec<resource::Model>> {
+        Ok(resource::Entity::find()
+            .filter(
+                resource::Column::Id.in_subquery(
+                    sea_orm::sea_query::Query::select()
+                        .column(resource_node::Column::ResourceId)
+                        .from(resource_node::Entity)
+                        .and_where(resource_node::Column::NodeId.eq(id))
+                        .to_owned(),
+                ),
+            )
+            .order_by_asc(resource::Column::CreatedAt)
+            .order_by_asc(resource::Column::Id)
+            .limit(limit.min(MAX_LIST))
+            .all(&self.db)
+            .await?)
+    }
+
+    pub async fn children(&self, id: i64, limit: u64) -> AppResult<Vec<node::Model>> {
+        Ok(node::Entity::find()
+            .filter(node::Column::ParentId.eq(id))
+            .order_by_asc(node::Column::Id)
+            .limit(limit.min(MAX_LIST))
+            .all(&self.db)
+            .await?)
+    }
+
+    /// A node's ancestors, root first (ids read from its path: one query).
+    pub async fn ancestors(&self, node: &node::Model) -> AppResult<Vec<node::Model>> {
+        let ids = plan::ancestors(&node.path);
+        if ids.is_empty() {
+            return Ok(vec![]);
+        }
+        Ok(node::Entity::find()
+            .filter(node::Column::Id.is_in(ids))
+            .order_by_asc(node::Column::Depth)
+            .all(&self.db)
+            .await?)
+    }
+
+    /// The subtree under `root` (or every root's), down to `depth` levels
+    /// below it, in path order; parents come before their children.
+    pub async fn tree(
+        &self,
+        root: Option<i64>,
+        depth: u32,
+        limit: u64,
+    ) -> AppResult<Vec<node::Model>> {
+        let mut select = node::Entity::find();
+        match root {
+            Some(id) => {
+                let root = self.node(id).await?.ok_or(AppError::NotFound("node"))?;
+                let (lower, upper) = plan::subtree_range(&root.path);
+                select = select
+                    .filter(node::Column::Path.gte(lower))
+                    .filter(node::Column::Path.lt(upper))
+                    .filter(node::Column::Depth.lte(root.depth + depth as i32));
+            }
+            None => {
+                select = select.filter(node::Column::Depth.lte(depth as i32));
+            }
+        }
+        Ok(select
+            .order_by_asc(node::Column::Path)
+            .limit(limit.min(MAX_TREE_NODES))
+            .all(&self.db)
+            .await?)
+    }
+
+    /// Filtered nodes for `nodes(filter, …)`.
+    pub fn nodes_select(
+        &self,
+        class: Option<String>,
+        min_aggregated_status: Option<i32>,
+    ) -> sea_orm::Select<node::Entity> {
+        let mut condition = Condition::all();
+        if let Some(class) = class {
+            condition = condition.add(node::Column::Class.eq(class));
+        }
+        if let Some(min) = min_aggregated_status {
+            condition = condition.add(node::Column::AggregatedStatus.gte(min));
+        }
+        node::Entity::find().filter(condition)
+    }
+}

@@ -1,0 +1,712 @@
+//! Resources & Nodes end to end: the operations through GraphQL and the
+//! HTTP contract, the tree they build (checked against a from-scratch
+//! computation over the final resources), orphaned subtrees going away,
+//! indirect impact through class dependencies, status patches, the
+//! `nodeStatusChanged` subscription, and the node configuration.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    time::Duration,
+};
+
+use serde_json::{Value, json};
+
+use crate::{
+    helpers::{
+        AppOptions, Backend, TestApp, TestDatabase, spawn_app, spawn_app_with, trellis_command,
+    },
+    jobs::wait_terminal,
+    on_both_backends,
+    websocket::{next, open, send},
+};
+
+on_both_backends!(
+    resources_build_the_tree_and_orphans_are_pruned,
+    dependent_classes_and_patches_follow_their_rules,
+    http_contract_answers_202_and_replays_by_key,
+    bad_requests_change_nothing,
+    concurrent_requests_end_in_the_from_scratch_tree,
+    dashboard_sees_a_leaf_change_climb_to_the_root,
+);
+
+const TREE: &str = "query($root: ID, $depth: Int!) { nodeTree(rootId: $root, depth: $depth) { \
+    id class positionToken parentId depth status aggregatedStatus properties } }";
+
+/// A signed-in member and the calls the tests make.
+struct Client<'a> {
+    app: &'a TestApp,
+    token: String,
+}
+
+impl<'a> Client<'a> {
+    async fn new(app: &'a TestApp) -> Self {
+        Client {
+            app,
+            token: app.member("ops").await.access,
+        }
+    }
+
+    async fn data(&self, query: &str, variables: Value) -> Value {
+        self.app
+            .gql(query, variables)
+            .bearer(&self.token)
+            .send()
+            .await
+            .data()
+            .clone()
+    }
+
+    /// Runs a mutation returning a Task and waits for it to end.
+    async fn run(&self, mutation: &str, variables: Value) -> Value {
+        let data = self.data(mutation, variables).await;
+        let task = data.as_object().unwrap().values().next().unwrap().clone();
+        let id = task["id"].as_str().unwrap().to_owned();
+        wait_terminal(self.app, &self.token, &id).await
+    }
+
+    async fn create(&self, attributes: Value) -> String {
+        let task = self
+            .run(
+                "mutation($a: JSON!, $k: String!) { createResource(attributes: $a, idempotencyKey: $k) { id } }",
+                json!({ "a": attributes, "k": uuid::Uuid::new_v4().to_string() }),
+            )
+            .await;
+        assert_ne!(task["status"], "FAILED", "{task}");
+        task["id"].as_str().unwrap().to_owned()
+    }
+
+    async fn update(&self, which: &str, id: &str, patch: Value) -> Value {
+        let mutation = format!(
+            "mutation($id: ID!, $p: JSON!, $k: String!) {{ updateResource{which}(id: $id, patch: $p, idempotencyKey: $k) {{ id }} }}"
+        );
+        let task = self
+            .run(
+                &mutation,
+                json!({ "id": id, "p": patch, "k": uuid::Uuid::new_v4().to_string() }),
+            )
+            .await;
+        assert_ne!(task["status"], "FAILED", "{task}");
+        task
+    }
+
+    async fn delete(&self, id: &str) -> Value {
+        self.run(
+            "mutation($id: ID!, $k: String!) { deleteResource(id: $id, idempotencyKey: $k) { id } }",
+            json!({ "id": id, "k": uuid::Uuid::new_v4().to_string() }),
+        )
+        .await
+    }
+
+    /// The whole tree, keyed by the chain of position tokens from the root.
+    async fn tree(&self) -> BTreeMap<Vec<String>, Value> {
+        let nodes = self.data(TREE, json!({ "depth": 10 })).await["nodeTree"].clone();
+        let nodes = nodes.as_array().unwrap();
+        let by_id: BTreeMap<&str, &Value> = nodes
+            .iter()
+            .map(|node| (node["id"].as_str().unwrap(), node))
+            .collect();
+        let mut tree = BTreeMap::new();
+        for node in nodes {
+            let mut chain = vec![node["positionToken"].as_str().unwrap().to_owned()];
+            let mut parent = node["parentId"].as_str();
+            while let Some(id) = parent {
+                let up = by_id[id];
+                chain.insert(0, up["positionToken"].as_str().unwrap().to_owned());
+                parent = up["parentId"].as_str();
+            }
+            tree.insert(chain, node.clone());
+        }
+        tree
+    }
+}
+
+fn instance(service: &str, name: &str, health: i64, cpu: f64) -> Value {
+    json!({
+        "region": "eu", "zone": "a", "cluster": "k1", "namespace": "shop",
+        "service": service, "instance": name, "health": health, "cpu": cpu,
+    })
+}
+
+fn chain(tokens: &[&str]) -> Vec<String> {
+    tokens.iter().map(|token| (*token).to_owned()).collect()
+}
+
+async fn resources_build_the_tree_and_orphans_are_pruned(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let ops = Client::new(&app).await;
+    let a = ops.create(instance("cart", "cart-1", 0, 0.5)).await;
+    let b = ops.create(instance("cart", "cart-2", 1, 0.25)).await;
+
+    let tree = ops.tree().await;
+    assert_eq!(
+        tree.len(),
+        7,
+        "region, zone, cluster, namespace, service, 2 instances: {tree:#?}"
+    );
+    let root = &tree[&chain(&["eu"])];
+    assert_eq!(root["class"], "region");
+    assert_eq!(root["aggregatedStatus"], 1);
+    assert_eq!(root["properties"]["instances"], 2);
+    let service = &tree[&chain(&["eu", "a", "k1", "shop", "cart"])];
+    assert_eq!(service["properties"]["cpu"], 0.75);
+    assert_eq!(service["properties"]["replicas"], 2);
+    assert_eq!(service["status"], 1);
+    assert_eq!(
+        tree[&chain(&["eu", "a", "k1", "shop", "cart", "cart-1"])]["status"],
+        0
+    );
+
+    let resource = ops
+        .data(
+            "query($id: ID!) { resource(id: $id) { version attributes nodes { class } } }",
+            json!({ "id": a }),
+        )
+        .await;
+    let classes: Vec<&str> = resource["resource"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|node| node["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            "region",
+            "zone",
+            "cluster",
+            "namespace",
+            "service",
+            "instance"
+        ]
+    );
+
+    // Update A: a status change climbs to the root.
+    ops.update("A", &b, json!({ "health": 3 })).await;
+    let tree = ops.tree().await;
+    assert_eq!(tree[&chain(&["eu"])]["aggregatedStatus"], 3);
+    assert_eq!(
+        tree[&chain(&["eu", "a", "k1", "shop", "cart", "cart-2"])]["status"],
+        3
+    );
+
+    // Update B: the resource moves; its old instance node is an orphan and goes.
+    ops.update(
+        "B",
+        &b,
+        json!({ "service": "checkout", "instance": "co-1", "health": 0 }),
+    )
+    .await;
+    let tree = ops.tree().await;
+    assert!(!tree.contains_key(&chain(&["eu", "a", "k1", "shop", "cart", "cart-2"])));
+    assert!(tree.contains_key(&chain(&["eu", "a", "k1", "shop", "checkout", "co-1"])));
+    assert_eq!(
+        tree[&chain(&["eu", "a", "k1", "shop", "cart"])]["properties"]["replicas"],
+        1
+    );
+    assert_eq!(
+        tree[&chain(&["eu"])]["aggregatedStatus"],
+        0,
+        "the failing instance left"
+    );
+
+    // Delete: the whole `cart` subtree loses its last resource.
+    let deleted = ops.delete(&a).await;
+    assert_ne!(deleted["status"], "FAILED", "{deleted}");
+    let tree = ops.tree().await;
+    let paths: BTreeSet<Vec<String>> = tree.keys().cloned().collect();
+    assert_eq!(
+        paths,
+        BTreeSet::from([
+            chain(&["eu"]),
+            chain(&["eu", "a"]),
+            chain(&["eu", "a", "k1"]),
+            chain(&["eu", "a", "k1", "shop"]),
+            chain(&["eu", "a", "k1", "shop", "checkout"]),
+            chain(&["eu", "a", "k1", "shop", "checkout", "co-1"]),
+        ])
+    );
+    let gone = ops
+        .data(
+            "query($id: ID!) { resource(id: $id) { id } }",
+            json!({ "id": a }),
+        )
+        .await;
+    assert_eq!(gone["resource"], Value::Null);
+    let node = &tree[&chain(&["eu", "a", "k1", "shop", "checkout"])];
+    let detail = ops
+        .data(
+            "query($id: ID!) { node(id: $id) { ancestors { class } children { positionToken } resources { id } } }",
+            json!({ "id": node["id"] }),
+        )
+        .await;
+    assert_eq!(detail["node"]["ancestors"].as_array().unwrap().len(), 4);
+    assert_eq!(detail["node"]["children"][0]["positionToken"], "co-1");
+    assert_eq!(detail["node"]["resources"][0]["id"], b.as_str());
+}
+
+async fn dependent_classes_and_patches_follow_their_rules(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let ops = Client::new(&app).await;
+    ops.create(instance("cart", "cart-1", 0, 1.0)).await;
+    let db = ops
+        .create(json!({ "database": "pg-main", "health": 3, "connections": 40 }))
+        .await;
+
+    let tree = ops.tree().await;
+    let database = &tree[&chain(&["pg-main"])];
+    assert_eq!(database["class"], "database");
+    assert_eq!(database["status"], 3);
+    assert_eq!(
+        database["aggregatedStatus"], 2,
+        "patched: min(aggregated, 2)"
+    );
+    // `service` depends on `database`: every service was recomputed.
+    let service = &tree[&chain(&["eu", "a", "k1", "shop", "cart"])];
+    assert_eq!(service["properties"]["databaseStatus"], 3);
+
+    ops.update("A", &db, json!({ "health": 1 })).await;
+    let tree = ops.tree().await;
+    assert_eq!(tree[&chain(&["pg-main"])]["aggregatedStatus"], 1);
+    assert_eq!(
+        tree[&chain(&["eu", "a", "k1", "shop", "cart"])]["properties"]["databaseStatus"],
+        1
+    );
+
+    let config = ops
+        .data(
+            "{ nodeConfig { maxFixpointIterations positionAttributes classes { name parent depth position dependsOn patchAggregatedStatus cyclic properties { name rule } } } }",
+            json!({}),
+        )
+        .await;
+    let classes = config["nodeConfig"]["classes"].as_array().unwrap();
+    let service = classes
+        .iter()
+        .find(|class| class["name"] == "service")
+        .unwrap();
+    assert_eq!(service["parent"], "namespace");
+    assert_eq!(service["depth"], 4);
+    assert_eq!(service["dependsOn"], json!(["database"]));
+    assert!(
+        service["properties"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({ "name": "databaseStatus", "rule": "max(database.status)" }))
+    );
+    assert!(
+        config["nodeConfig"]["positionAttributes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("region"))
+    );
+}
+
+async fn http_contract_answers_202_and_replays_by_key(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let ops = Client::new(&app).await;
+    let post = |path: &str, key: Option<&str>, body: Value| {
+        let mut request = app
+            .client
+            .post(app.url(path))
+            .bearer_auth(&ops.token)
+            .json(&body);
+        if let Some(key) = key {
+            request = request.header("Idempotency-Key", key);
+        }
+        request.send()
+    };
+
+    let body = json!({ "attributes": instance("cart", "cart-1", 2, 0.5) });
+    let response = post("/resources", Some("create-1"), body.clone())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    let first: Value = response.json().await.unwrap();
+    let task_id = first["task_id"].as_str().unwrap().to_owned();
+
+    // The same key and payload: the same task, nothing new.
+    let again: Value = post("/resources", Some("create-1"), body)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again["task_id"], task_id.as_str());
+    // The same key, another payload: 422.
+    let reused = post(
+        "/resources",
+        Some("create-1"),
+        json!({ "attributes": instance("cart", "cart-9", 0, 0.1) }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reused.status(), 422);
+    let error: Value = reused.json().await.unwrap();
+    assert_eq!(
+        error["errors"][0]["extensions"]["code"],
+        "IDEMPOTENCY_KEY_REUSED"
+    );
+
+    let done = wait_terminal(&app, &ops.token, &task_id).await;
+    assert_eq!(done["status"], "SUCCEEDED", "{done}");
+    let polled: Value = app
+        .client
+        .get(app.url(&format!("/tasks/{task_id}")))
+        .bearer_auth(&ops.token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(polled["status"], "SUCCEEDED");
+    assert_eq!(polled["stagesDone"], 7);
+    assert_eq!(polled["result"]["resourceIds"], json!([task_id]));
+    assert!(
+        polled["result"]["stages"]["topology_sync"]["newNodes"]
+            .as_u64()
+            .unwrap()
+            >= 6
+    );
+
+    // The resource's id is its create task's id.
+    for (path, body) in [
+        (
+            format!("/resources/{task_id}/update-a"),
+            json!({ "patch": { "health": 0 } }),
+        ),
+        (
+            format!("/resources/{task_id}/update-b"),
+            json!({ "patch": { "instance": "cart-2" } }),
+        ),
+        (
+            format!("/resources/{task_id}/update-c"),
+            json!({ "attributes": instance("cart", "cart-3", 1, 0.5) }),
+        ),
+        (format!("/resources/{task_id}/delete"), json!({})),
+    ] {
+        let response = post(&path, Some(&path), body).await.unwrap();
+        assert_eq!(response.status(), 202, "{path}");
+        let accepted: Value = response.json().await.unwrap();
+        let task = wait_terminal(&app, &ops.token, accepted["task_id"].as_str().unwrap()).await;
+        assert_eq!(task["status"], "SUCCEEDED", "{path}: {task}");
+    }
+    let tree = ops.tree().await;
+    assert!(
+        tree.is_empty(),
+        "the last resource is gone, and its nodes: {tree:#?}"
+    );
+
+    // Missing key, bad body, unknown resource, no credentials.
+    let missing = post("/resources", None, json!({ "attributes": {} }))
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 400);
+    let bad = post("/resources", Some("bad"), json!({ "attributes": [1] }))
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let unknown = post(
+        &format!("/resources/{}/update-a", uuid::Uuid::new_v4()),
+        Some("unknown"),
+        json!({ "patch": { "health": 1 } }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(unknown.status(), 404);
+    let anonymous = app
+        .client
+        .post(app.url("/resources"))
+        .header("Idempotency-Key", "anon")
+        .json(&json!({ "attributes": {} }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+}
+
+async fn bad_requests_change_nothing(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let ops = Client::new(&app).await;
+    let id = ops.create(instance("cart", "cart-1", 0, 0.5)).await;
+    let before = ops.tree().await;
+
+    let attempts = [
+        (
+            "mutation($id: ID!) { updateResourceA(id: $id, patch: { cluster: \"k2\" }, idempotencyKey: \"a\") { id } }",
+            "BAD_USER_INPUT",
+        ),
+        (
+            "mutation { createResource(attributes: [1, 2], idempotencyKey: \"b\") { id } }",
+            "BAD_USER_INPUT",
+        ),
+        (
+            "mutation($id: ID!) { updateResourceB(id: $id, patch: {}, idempotencyKey: \"c\") { id } }",
+            "BAD_USER_INPUT",
+        ),
+        (
+            "mutation { updateResourceA(id: \"4b8f6a52-0f55-4b8e-9a4e-7d1c0f4e2a10\", patch: { health: 1 }, idempotencyKey: \"d\") { id } }",
+            "NOT_FOUND",
+        ),
+        (
+            "mutation($id: ID!) { updateResourceC(id: $id, attributes: {}, others: [{ id: $id, attributes: {} }], idempotencyKey: \"e\") { id } }",
+            "BAD_USER_INPUT",
+        ),
+    ];
+    for (mutation, code) in attempts {
+        let response = app
+            .gql(mutation, json!({ "id": id }))
+            .bearer(&ops.token)
+            .send()
+            .await;
+        assert_eq!(
+            response.error_code(),
+            Some(code),
+            "{mutation}: {}",
+            response.body
+        );
+    }
+    let anonymous = app.gql("{ nodeTree { id } }", json!({})).send().await;
+    assert_eq!(anonymous.error_code(), Some("UNAUTHENTICATED"));
+    let anonymous = app
+        .gql(
+            "mutation { createResource(attributes: {}, idempotencyKey: \"x\") { id } }",
+            json!({}),
+        )
+        .send()
+        .await;
+    assert_eq!(anonymous.error_code(), Some("UNAUTHENTICATED"));
+
+    let tasks = ops
+        .data(
+            r#"{ tasks(filter: { kind: "resources.update_a" }) { edges { node { id } } } }"#,
+            json!({}),
+        )
+        .await;
+    assert_eq!(tasks["tasks"]["edges"], json!([]), "no task was created");
+    assert_eq!(ops.tree().await, before);
+}
+
+/// The reference: the tree a from-scratch computation gives for the final
+/// resources, with the default configuration's instance chain (status and
+/// aggregated status are the worst health below a node).
+fn reference(resources: &[Value]) -> BTreeMap<Vec<String>, (i64, usize)> {
+    let levels = [
+        "region",
+        "zone",
+        "cluster",
+        "namespace",
+        "service",
+        "instance",
+    ];
+    let mut tree: BTreeMap<Vec<String>, (i64, usize)> = BTreeMap::new();
+    for attributes in resources {
+        let mut chain = Vec::new();
+        for level in levels {
+            chain.push(attributes[level].as_str().unwrap().to_owned());
+            let entry = tree.entry(chain.clone()).or_insert((0, 0));
+            entry.0 = entry.0.max(attributes["health"].as_i64().unwrap());
+            entry.1 += 1;
+        }
+    }
+    tree
+}
+
+/// Namespaces count nothing and instances are one resource each: only the
+/// other levels' counts are compared.
+fn comparable(tree: BTreeMap<Vec<String>, (i64, usize)>) -> BTreeMap<Vec<String>, (i64, usize)> {
+    tree.into_iter()
+        .map(|(chain, (status, count))| {
+            let count = if chain.len() == 4 || chain.len() == 6 {
+                1
+            } else {
+                count
+            };
+            (chain, (status, count))
+        })
+        .collect()
+}
+
+async fn concurrent_requests_end_in_the_from_scratch_tree(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        AppOptions::default()
+            .env("TRELLIS_QUEUE_SHORT_CONCURRENCY", "4")
+            .env("TRELLIS_QUEUE_MEDIUM_CONCURRENCY", "4"),
+    )
+    .await;
+    let ops = Client::new(&app).await;
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        ids.push(
+            ops.create(instance("cart", &format!("cart-{i}"), 0, 0.5))
+                .await,
+        );
+    }
+    // Thirty requests at once: status changes and moves between services.
+    let mut requests = Vec::new();
+    let client = &ops;
+    for round in 0..30usize {
+        let id = ids[round % ids.len()].clone();
+        let (which, patch) = if round % 3 == 0 {
+            let service = ["cart", "checkout", "search"][(round / 3) % 3];
+            (
+                "B",
+                json!({ "service": service, "health": (round % 4) as i64 }),
+            )
+        } else {
+            ("A", json!({ "health": (round % 4) as i64 }))
+        };
+        let mutation = format!(
+            "mutation($id: ID!, $p: JSON!, $k: String!) {{ updateResource{which}(id: $id, patch: $p, idempotencyKey: $k) {{ id }} }}"
+        );
+        requests.push(async move {
+            let data = client
+                .data(
+                    &mutation,
+                    json!({ "id": id, "p": patch, "k": format!("burst-{round}") }),
+                )
+                .await;
+            data.as_object().unwrap().values().next().unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        });
+    }
+    let tasks = futures_util::future::join_all(requests).await;
+    let mut outcomes = BTreeMap::new();
+    for id in &tasks {
+        let task = wait_terminal(&app, &ops.token, id).await;
+        *outcomes
+            .entry(task["status"].as_str().unwrap().to_owned())
+            .or_insert(0) += 1;
+    }
+    assert!(
+        outcomes
+            .keys()
+            .all(|status| status == "SUCCEEDED" || status == "SUPERSEDED"),
+        "{outcomes:?}"
+    );
+
+    let resources = ops
+        .data(
+            "{ resources(first: 50) { edges { node { attributes version } } } }",
+            json!({}),
+        )
+        .await;
+    let finals: Vec<Value> = resources["resources"]["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|edge| edge["node"]["attributes"].clone())
+        .collect();
+    assert_eq!(finals.len(), 4);
+    let versions: i64 = resources["resources"]["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|edge| edge["node"]["version"].as_i64().unwrap())
+        .sum();
+    assert_eq!(
+        versions,
+        4 + 30,
+        "every request's mutation was applied, superseded or not"
+    );
+
+    let expected = reference(&finals);
+    let tree = ops.tree().await;
+    let actual: BTreeMap<Vec<String>, (i64, usize)> = tree
+        .iter()
+        .map(|(chain, node)| {
+            assert_eq!(node["status"], node["aggregatedStatus"], "{node}");
+            let count = node["properties"]["instances"]
+                .as_u64()
+                .or(node["properties"]["replicas"].as_u64())
+                .unwrap_or(1) as usize;
+            (
+                chain.clone(),
+                (node["aggregatedStatus"].as_i64().unwrap(), count),
+            )
+        })
+        .collect();
+    assert_eq!(comparable(actual), comparable(expected));
+}
+
+async fn dashboard_sees_a_leaf_change_climb_to_the_root(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let ops = Client::new(&app).await;
+    let id = ops.create(instance("cart", "cart-1", 0, 0.5)).await;
+    let us = ops
+        .create(json!({ "region": "us", "zone": "b", "health": 0 }))
+        .await;
+    let tree = ops.tree().await;
+    let root = tree[&chain(&["eu"])]["id"].as_str().unwrap().to_owned();
+
+    let mut socket = open(&app, &[]).await;
+    send(
+        &mut socket,
+        json!({ "type": "connection_init", "payload": { "token": ops.token } }),
+    )
+    .await;
+    assert_eq!(next(&mut socket).await.unwrap()["type"], "connection_ack");
+    send(
+        &mut socket,
+        json!({ "id": "s", "type": "subscribe", "payload": {
+            "query": "subscription($root: ID) { nodeStatusChanged(subtreeOf: $root) { id class aggregatedStatus previousAggregatedStatus } }",
+            "variables": { "root": root } } }),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A change outside the subtree is not heard: the first message is
+    // about the next change, inside it.
+    ops.update("A", &us, json!({ "health": 1 })).await;
+    ops.update("A", &id, json!({ "health": 2 })).await;
+
+    let mut classes = Vec::new();
+    while classes.len() < 6 {
+        let message = next(&mut socket)
+            .await
+            .expect("a nodeStatusChanged message");
+        assert_eq!(message["type"], "next", "{message}");
+        let change = &message["payload"]["data"]["nodeStatusChanged"];
+        assert_eq!(change["aggregatedStatus"], 2, "{change}");
+        assert_eq!(change["previousAggregatedStatus"], 0);
+        classes.push(change["class"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(
+        classes,
+        [
+            "instance",
+            "service",
+            "namespace",
+            "cluster",
+            "zone",
+            "region"
+        ],
+        "deepest first, up to the root"
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_node_configuration_stops_start_up_naming_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = TestDatabase::create(Backend::Sqlite, dir.path()).await;
+    let path = dir.path().join("nodes.toml");
+    std::fs::write(
+        &path,
+        "[[classes]]\nname = \"cluster\"\nparent = \"regoin\"\nposition = \"{cluster}\"\n",
+    )
+    .unwrap();
+    let output = trellis_command(dir.path(), &db.url)
+        .arg("serve")
+        .env("TRELLIS_NODE_CONFIG", &path)
+        .env("TRELLIS_LISTEN", "127.0.0.1:0")
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("class `cluster`, `parent`: no class is named `regoin`"),
+        "{stderr}"
+    );
+}
