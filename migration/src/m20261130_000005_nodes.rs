@@ -18,6 +18,8 @@
 //!   (`props`) or aggregated status (`status`) must be recomputed. Kept in
 //!   the database, not in a task, so that work a superseded task leaves
 //!   behind is done by the newer one.
+//! - `node_dirty_classes`: classes that lost nodes to a subtree delete;
+//!   the classes depending on them must be recomputed.
 //! - `node_tree`: one row; the generation of the last request whose
 //!   mutation was applied.
 //! - `tasks(scope, generation)`: the mutation stage reads the requests
@@ -167,6 +169,15 @@ impl MigrationTrait for Migration {
         manager
             .create_table(
                 Table::create()
+                    .table(NodeDirtyClasses::Table)
+                    .col(string_len(NodeDirtyClasses::Class, 64).primary_key())
+                    .to_owned(),
+            )
+            .await?;
+
+        manager
+            .create_table(
+                Table::create()
                     .table(NodeTree::Table)
                     .col(integer(NodeTree::Id).primary_key())
                     .col(big_integer(NodeTree::AppliedGeneration).default(0))
@@ -206,6 +217,7 @@ impl MigrationTrait for Migration {
             .await?;
         for table in [
             NodeTree::Table.into_iden(),
+            NodeDirtyClasses::Table.into_iden(),
             NodeDirty::Table.into_iden(),
             ResourceNodes::Table.into_iden(),
             Nodes::Table.into_iden(),
@@ -261,6 +273,12 @@ enum NodeDirty {
     NodeId,
     Props,
     Status,
+}
+
+#[derive(DeriveIden)]
+enum NodeDirtyClasses {
+    Table,
+    Class,
 }
 
 #[derive(DeriveIden)]

@@ -348,8 +348,22 @@ pub async fn delete_orphans(
         .collect();
     let orphans: Vec<&Candidate> = plan::orphans(&candidates, &joining).collect();
     let roots = plan::root_orphans(orphans.iter().map(|orphan| orphan.path.as_str()));
+    let mut lost_classes = BTreeSet::new();
     for root in &roots {
-        delete_subtree(txn, root).await?;
+        lost_classes.extend(delete_subtree(txn, root).await?);
+    }
+    // Classes that depend on the deleted nodes' classes must be recomputed.
+    let lost_classes: Vec<String> = lost_classes.into_iter().collect();
+    if !lost_classes.is_empty() {
+        txn.execute_raw(stmt(
+            txn,
+            format!(
+                "INSERT INTO node_dirty_classes (class) VALUES {} ON CONFLICT DO NOTHING",
+                tuples(lost_classes.len(), 1)
+            ),
+            lost_classes.into_iter().map(Value::from).collect(),
+        ))
+        .await?;
     }
     let parents: Vec<i64> = roots
         .iter()
@@ -388,17 +402,20 @@ async fn linked_counts(
 }
 
 /// Deletes the node at `path` and its whole subtree: one statement on the
-/// path index (the mapping rows and marks go by cascade).
-pub async fn delete_subtree(txn: &DatabaseTransaction, path: &str) -> AppResult<u64> {
+/// path index (the mapping rows and marks go by cascade). Returns the
+/// classes of the deleted nodes.
+pub async fn delete_subtree(txn: &DatabaseTransaction, path: &str) -> AppResult<BTreeSet<String>> {
     let (lower, upper) = plan::subtree_range(path);
-    let result = txn
-        .execute_raw(stmt(
+    let rows = txn
+        .query_all_raw(stmt(
             txn,
-            "DELETE FROM nodes WHERE path >= $1 AND path < $2",
+            "DELETE FROM nodes WHERE path >= $1 AND path < $2 RETURNING class",
             vec![lower.into(), upper.into()],
         ))
         .await?;
-    Ok(result.rows_affected())
+    rows.iter()
+        .map(|row| Ok(row.try_get::<String>("", "class")?))
+        .collect()
 }
 
 #[derive(Clone, Copy)]
@@ -682,7 +699,6 @@ pub struct PropertiesReport {
 struct Computed {
     input: NodeInput,
     old: serde_json::Value,
-    old_status: i32,
 }
 
 /// Phases 5 and 6: the classes of the directly impacted nodes, plus every
@@ -704,8 +720,11 @@ pub async fn update_properties(
             vec![true.into()],
         ))
         .await?;
+    let lost = txn
+        .query_all_raw(stmt(txn, "SELECT class FROM node_dirty_classes", vec![]))
+        .await?;
     let mut direct = BTreeSet::new();
-    for row in rows {
+    for row in rows.into_iter().chain(lost) {
         let class: String = row.try_get("", "class")?;
         // A class no longer configured keeps its stored properties.
         if let Some(index) = config.class_index(&class) {
@@ -726,7 +745,7 @@ pub async fn update_properties(
             whole.extend(unit.classes.iter().copied());
         }
     }
-    let mut status_changed = Vec::new();
+    let mut props_changed = Vec::new();
     for unit in &config.units {
         let members: Vec<usize> = unit
             .classes
@@ -772,13 +791,10 @@ pub async fn update_properties(
                 for &other in &members {
                     let name = &config.classes[other].name;
                     if config.classes[class].depends_on.contains(name) {
-                        let values = match results.get(&other) {
-                            Some(values) => values.clone(),
-                            None => computed[&other]
-                                .iter()
-                                .map(|node| node.old.as_object().cloned().unwrap_or_default())
-                                .collect(),
-                        };
+                        // The first round starts from nothing, not from
+                        // stored values, so the fixpoint reached does not
+                        // depend on history.
+                        let values = results.get(&other).cloned().unwrap_or_default();
                         dependencies.insert(name.clone(), values);
                     }
                 }
@@ -809,18 +825,18 @@ pub async fn update_properties(
             for (node, properties) in nodes.iter().zip(out) {
                 let value = serde_json::Value::Object(properties.clone());
                 if value != node.old {
-                    let status = status_of(properties);
-                    if status != node.old_status {
-                        status_changed.push(node.input.id);
-                    }
-                    writes.push((node.input.id, value, status));
+                    // A patch rule may read any property, not only status.
+                    props_changed.push(node.input.id);
+                    writes.push((node.input.id, value, status_of(properties)));
                 }
             }
             report.nodes_changed += writes.len();
             write_properties(txn, writes).await?;
         }
     }
-    mark_dirty(txn, &status_changed, Dirt::Status).await?;
+    mark_dirty(txn, &props_changed, Dirt::Status).await?;
+    txn.execute_raw(stmt(txn, "DELETE FROM node_dirty_classes", vec![]))
+        .await?;
     txn.execute_raw(stmt(
         txn,
         "UPDATE node_dirty SET props = $1 WHERE props = $2",
@@ -861,7 +877,7 @@ async fn load_class(
         .query_all_raw(stmt(
             txn,
             format!(
-                "SELECT n.id, n.position_token, n.properties, n.status FROM nodes n {marked} \
+                "SELECT n.id, n.position_token, n.properties FROM nodes n {marked} \
                  WHERE n.class = $1 ORDER BY n.id"
             ),
             values(!whole),
@@ -879,7 +895,6 @@ async fn load_class(
                 resources: Vec::new(),
             },
             old: row.try_get("", "properties")?,
-            old_status: row.try_get("", "status")?,
         });
     }
     let rows = txn

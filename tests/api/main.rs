@@ -12,4 +12,5 @@ mod graphql_http;
 mod jobs;
 mod nodes;
 mod ops;
+mod reconcile;
 mod websocket;
