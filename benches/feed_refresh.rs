@@ -45,7 +45,7 @@ use tokio::{
     process::{Child, Command},
 };
 
-use support::{env_or, pg_admin};
+use support::{BenchDatabase, env_or};
 
 const HOSTS: u8 = 20;
 const ETAG: &str = "\"bench-v1\"";
@@ -262,20 +262,8 @@ struct Figures {
 
 async fn run(backend: &str, addrs: &[SocketAddr], feeds: usize, items: usize) -> Figures {
     let dir = tempfile::tempdir().unwrap();
-    let (url, pg_name) = if backend == "sqlite" {
-        let path: PathBuf = dir.path().join("bench.db");
-        (format!("sqlite://{}?mode=rwc", path.display()), None)
-    } else {
-        let name = format!("trellis_bench_feeds_{}", uuid::Uuid::new_v4().simple());
-        let admin = Database::connect(pg_admin()).await.unwrap();
-        admin
-            .execute_unprepared(&format!("CREATE DATABASE {name}"))
-            .await
-            .unwrap();
-        let base = pg_admin();
-        let url = format!("{}/{name}", &base[..base.rfind('/').unwrap()]);
-        (url, Some(name))
-    };
+    let database = BenchDatabase::create(backend != "sqlite", dir.path()).await;
+    let url = database.url.clone();
     let mut server = Server::start(&url, dir.path()).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (idle_mib, _) = memory(server.pid());
@@ -340,12 +328,7 @@ async fn run(backend: &str, addrs: &[SocketAddr], feeds: usize, items: usize) ->
     let (after_mib, _) = memory(server.pid());
     let _ = server.child.kill().await;
     drop(db);
-    if let Some(name) = pg_name {
-        let admin = Database::connect(pg_admin()).await.unwrap();
-        let _ = admin
-            .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            .await;
-    }
+    database.drop_now().await;
     Figures {
         idle_mib,
         initial_s,

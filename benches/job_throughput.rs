@@ -23,7 +23,7 @@ use std::{
 
 use clap::Parser;
 use entity::task;
-use sea_orm::{ColumnTrait, ConnectionTrait, Database, EntityTrait, PaginatorTrait, QueryFilter};
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::json;
 use trellis::{
     cli::Cli,
@@ -34,7 +34,7 @@ use trellis::{
     },
 };
 
-use support::{env_or, pg_admin};
+use support::{BenchDatabase, env_or};
 
 const KIND: &str = "bench.noop";
 
@@ -116,38 +116,8 @@ fn noop_batch(n: usize) -> Vec<NewTask> {
 
 async fn run_trellis(setup: Setup, total: usize, concurrency: usize, latency_secs: u64) -> Figures {
     let dir = tempfile::tempdir().expect("temp dir");
-    let (url, pg_name) = match setup {
-        Setup::EmbeddedSqlite => (
-            format!(
-                "sqlite://{}?mode=rwc",
-                dir.path().join("bench.db").display()
-            ),
-            None,
-        ),
-        _ => {
-            let name = format!("trellis_bench_{}", uuid::Uuid::new_v4().simple());
-            let admin = Database::connect(pg_admin())
-                .await
-                .expect("PostgreSQL reachable");
-            admin
-                .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
-                .await
-                .expect("create db");
-            let admin_url = pg_admin();
-            let (base, query) = admin_url
-                .split_once('?')
-                .unwrap_or((admin_url.as_str(), ""));
-            let (server, _) = base
-                .rsplit_once('/')
-                .expect("TRELLIS_TEST_PG_URL names a database");
-            let query = if query.is_empty() {
-                String::new()
-            } else {
-                format!("?{query}")
-            };
-            (format!("{server}/{name}{query}"), Some(name))
-        }
-    };
+    let database = BenchDatabase::create(setup != Setup::EmbeddedSqlite, dir.path()).await;
+    let url = database.url.clone();
     let mut args = vec![
         "trellis".to_owned(),
         "--data-dir".into(),
@@ -240,13 +210,7 @@ async fn run_trellis(setup: Setup, total: usize, concurrency: usize, latency_sec
         let _ = tokio::time::timeout(Duration::from_secs(5), handle).await;
     }
     db.close().await.ok();
-    if let Some(name) = pg_name
-        && let Ok(admin) = Database::connect(pg_admin()).await
-    {
-        let _ = admin
-            .execute_unprepared(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-            .await;
-    }
+    database.drop_now().await;
     Figures {
         jobs_per_s,
         half_rate: (per_tick * 100) as u64,

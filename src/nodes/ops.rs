@@ -69,6 +69,11 @@ pub const UPDATE_A_KIND: &str = "resources.update_a";
 pub const UPDATE_B_KIND: &str = "resources.update_b";
 pub const UPDATE_C_KIND: &str = "resources.update_c";
 pub const DELETE_KIND: &str = "resources.delete";
+/// Server-initiated: does whatever reconciliation work is still owed (left
+/// by a newest request that failed or was cancelled). Periodic, `q:medium`.
+pub const RECONCILE_KIND: &str = "resources.reconcile";
+/// How often the owed-work reconciliation runs.
+pub const RECONCILE_PERIOD: std::time::Duration = std::time::Duration::from_secs(300);
 pub const KINDS: [(&str, Queue); 5] = [
     (CREATE_KIND, Queue::Short),
     (UPDATE_A_KIND, Queue::Short),

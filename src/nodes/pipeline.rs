@@ -29,7 +29,8 @@ use super::{
 };
 use crate::jobs::{
     handler::{Registry, StageError, StageRun, TaskHandler},
-    model::Queue,
+    model::{NewTask, Queue},
+    runner::Periodic,
 };
 
 pub const STAGES: [&str; 7] = [
@@ -48,15 +49,32 @@ pub struct Pipeline {
     pub engine: Arc<dyn Engine>,
 }
 
-/// Registers the five resource task kinds.
+/// Registers the five resource task kinds and the periodic reconciliation
+/// of owed work.
 pub fn register(registry: &mut Registry, pipeline: Arc<Pipeline>) {
-    for (kind, queue) in ops::KINDS {
+    for (kind, queue) in ops::KINDS
+        .into_iter()
+        .chain([(ops::RECONCILE_KIND, Queue::Medium)])
+    {
         registry.register(Arc::new(ResourceTask {
             kind,
             queue,
             pipeline: pipeline.clone(),
         }));
     }
+    registry.register_periodic(Periodic {
+        name: ops::RECONCILE_KIND,
+        period: ops::RECONCILE_PERIOD,
+        task: reconcile_task,
+    });
+}
+
+/// The periodic reconciliation: in the resources scope like every request,
+/// so it applies requests left unapplied and does the work they owe.
+fn reconcile_task() -> NewTask {
+    let mut task = NewTask::new(ops::RECONCILE_KIND, Queue::Medium, json!({}));
+    task.scope = Some(ops::SCOPE.to_owned());
+    task
 }
 
 struct ResourceTask {
@@ -83,6 +101,7 @@ impl TaskHandler for ResourceTask {
         let config = &self.pipeline.config;
         let engine = self.pipeline.engine.as_ref();
         let report = match run.name {
+            "accept" if self.kind == ops::RECONCILE_KIND => json!({ "operation": "reconcile" }),
             "accept" => {
                 let operation: Operation = serde_json::from_value(run.task.payload.clone())
                     .map_err(|error| {

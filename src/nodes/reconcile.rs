@@ -102,6 +102,7 @@ pub async fn apply_mutations(
     }
     let pending = task::Entity::find()
         .filter(task::Column::Scope.eq(ops::SCOPE))
+        .filter(task::Column::Kind.is_in(ops::KINDS.map(|(kind, _)| kind)))
         .filter(task::Column::Generation.gt(applied))
         .filter(task::Column::Generation.lte(generation))
         .filter(

@@ -29,7 +29,10 @@ async fn count(db: &sea_orm::DatabaseConnection, sql: &str) -> i64 {
 }
 
 /// Starts worker process number `*spawned` (named `worker-<n>`).
-async fn start_worker(app: &TestApp, spawned: &mut usize) -> (String, tokio::process::Child) {
+pub(crate) async fn start_worker(
+    app: &TestApp,
+    spawned: &mut usize,
+) -> (String, tokio::process::Child) {
     let name = format!("worker-{spawned}");
     *spawned += 1;
     let child = app

@@ -9,6 +9,7 @@ use std::{
     time::Duration,
 };
 
+use sea_orm::ConnectionTrait;
 use serde_json::{Value, json};
 
 use crate::{
@@ -27,7 +28,10 @@ on_both_backends!(
     bad_requests_change_nothing,
     concurrent_requests_end_in_the_from_scratch_tree,
     dashboard_sees_a_leaf_change_climb_to_the_root,
+    owed_work_is_done_by_the_periodic_reconciliation,
 );
+
+crate::on_every_runner!(killed_workers_leave_the_from_scratch_tree);
 
 const TREE: &str = "query($root: ID, $depth: Int!) { nodeTree(rootId: $root, depth: $depth) { \
     id class positionToken parentId depth status aggregatedStatus properties } }";
@@ -511,6 +515,26 @@ fn reference(resources: &[Value]) -> BTreeMap<Vec<String>, (i64, usize)> {
     tree
 }
 
+/// The stored tree as the reference states it: each node's aggregated
+/// status (equal to its status here) and resource count.
+fn observed(tree: &BTreeMap<Vec<String>, Value>) -> BTreeMap<Vec<String>, (i64, usize)> {
+    comparable(
+        tree.iter()
+            .map(|(chain, node)| {
+                assert_eq!(node["status"], node["aggregatedStatus"], "{node}");
+                let count = node["properties"]["instances"]
+                    .as_u64()
+                    .or(node["properties"]["replicas"].as_u64())
+                    .unwrap_or(1) as usize;
+                (
+                    chain.clone(),
+                    (node["aggregatedStatus"].as_i64().unwrap(), count),
+                )
+            })
+            .collect(),
+    )
+}
+
 /// Namespaces count nothing and instances are one resource each: only the
 /// other levels' counts are compared.
 fn comparable(tree: BTreeMap<Vec<String>, (i64, usize)>) -> BTreeMap<Vec<String>, (i64, usize)> {
@@ -612,23 +636,7 @@ async fn concurrent_requests_end_in_the_from_scratch_tree(backend: Backend) {
         "every request's mutation was applied, superseded or not"
     );
 
-    let expected = reference(&finals);
-    let tree = ops.tree().await;
-    let actual: BTreeMap<Vec<String>, (i64, usize)> = tree
-        .iter()
-        .map(|(chain, node)| {
-            assert_eq!(node["status"], node["aggregatedStatus"], "{node}");
-            let count = node["properties"]["instances"]
-                .as_u64()
-                .or(node["properties"]["replicas"].as_u64())
-                .unwrap_or(1) as usize;
-            (
-                chain.clone(),
-                (node["aggregatedStatus"].as_i64().unwrap(), count),
-            )
-        })
-        .collect();
-    assert_eq!(comparable(actual), comparable(expected));
+    assert_eq!(observed(&ops.tree().await), comparable(reference(&finals)));
 }
 
 async fn dashboard_sees_a_leaf_change_climb_to_the_root(backend: Backend) {
@@ -709,4 +717,134 @@ async fn an_invalid_node_configuration_stops_start_up_naming_the_problem() {
         stderr.contains("class `cluster`, `parent`: no class is named `regoin`"),
         "{stderr}"
     );
+}
+
+async fn owed_work_is_done_by_the_periodic_reconciliation(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let ops = Client::new(&app).await;
+    ops.create(instance("cart", "cart-1", 0, 0.5)).await;
+    // A mutation applied whose reconciliation nobody finished (its task,
+    // the newest, failed): the resource is marked, its nodes missing.
+    let db = app.database().await;
+    db.execute_raw(sea_orm::Statement::from_sql_and_values(
+        db.get_database_backend(),
+        "INSERT INTO resources (id, attributes, version, deleting, needs_mapping, created_at, updated_at) \
+         VALUES ($1, $2, 1, $3, $4, $5, $5)",
+        vec![
+            uuid::Uuid::now_v7().into(),
+            instance("cart", "cart-2", 3, 0.5).into(),
+            false.into(),
+            true.into(),
+            chrono::Utc::now().into(),
+        ],
+    ))
+    .await
+    .unwrap();
+    assert_eq!(ops.tree().await.len(), 6);
+
+    let admin = app.admin().await;
+    let task = app
+        .gql(
+            r#"mutation { runPeriodicJob(name: "resources.reconcile") { id } }"#,
+            json!({}),
+        )
+        .bearer(&admin.access)
+        .send()
+        .await;
+    let id = task.data()["runPeriodicJob"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let done = wait_terminal(&app, &admin.access, &id).await;
+    assert_eq!(done["status"], "SUCCEEDED", "{done}");
+    let tree = ops.tree().await;
+    assert_eq!(tree.len(), 7);
+    assert_eq!(tree[&chain(&["eu"])]["aggregatedStatus"], 3);
+}
+
+/// Worker processes are SIGKILLed while a burst of updates runs through the
+/// seven stages: every request is applied exactly once and the tree is the
+/// from-scratch one.
+async fn killed_workers_leave_the_from_scratch_tree(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        AppOptions::default()
+            .env("TRELLIS_ROLE", "api")
+            .env("TRELLIS_TASK_LEASE", "2")
+            .env("TRELLIS_TASK_MAX_ATTEMPTS", "50")
+            .env("TRELLIS_TASK_RETRY_BASE_MS", "50")
+            .env("TRELLIS_TASK_RETRY_MAX", "1")
+            .env("TRELLIS_TASK_POLL_MS", "50"),
+    )
+    .await;
+    let mut spawned = 0;
+    let mut workers = Vec::new();
+    for _ in 0..2 {
+        workers.push(crate::crash::start_worker(&app, &mut spawned).await);
+    }
+    let ops = Client::new(&app).await;
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        ids.push(
+            ops.create(instance("cart", &format!("cart-{i}"), 0, 0.5))
+                .await,
+        );
+    }
+    let mut tasks = Vec::new();
+    for round in 0..24usize {
+        let id = &ids[round % ids.len()];
+        let (which, patch) = if round % 2 == 0 {
+            let service = ["cart", "checkout", "search"][(round / 2) % 3];
+            (
+                "B",
+                json!({ "service": service, "health": (round % 4) as i64 }),
+            )
+        } else {
+            ("A", json!({ "health": (round % 4) as i64 }))
+        };
+        let data = ops
+            .data(
+                &format!(
+                    "mutation($id: ID!, $p: JSON!, $k: String!) {{ updateResource{which}(id: $id, patch: $p, idempotencyKey: $k) {{ id }} }}"
+                ),
+                json!({ "id": id, "p": patch, "k": format!("crash-{round}") }),
+            )
+            .await;
+        tasks.push(
+            data.as_object().unwrap().values().next().unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+        if round % 5 == 4 {
+            // Kill a worker mid-flight and start another in its place.
+            let victim = (round / 5) % workers.len();
+            workers[victim].1.kill().await.unwrap();
+            workers[victim] = crate::crash::start_worker(&app, &mut spawned).await;
+        }
+    }
+    for id in &tasks {
+        let task = wait_terminal(&app, &ops.token, id).await;
+        assert!(
+            task["status"] == "SUCCEEDED" || task["status"] == "SUPERSEDED",
+            "{task}"
+        );
+    }
+    let resources = ops
+        .data(
+            "{ resources(first: 50) { edges { node { attributes version } } } }",
+            json!({}),
+        )
+        .await;
+    let edges = resources["resources"]["edges"].as_array().unwrap();
+    let versions: i64 = edges
+        .iter()
+        .map(|edge| edge["node"]["version"].as_i64().unwrap())
+        .sum();
+    assert_eq!(versions, 4 + 24, "every request applied exactly once");
+    let finals: Vec<Value> = edges
+        .iter()
+        .map(|edge| edge["node"]["attributes"].clone())
+        .collect();
+    assert_eq!(observed(&ops.tree().await), comparable(reference(&finals)));
 }

@@ -1,0 +1,484 @@
+//! `cargo bench --bench node_reconcile`
+//!
+//! Resources & Nodes on a generated tree of about 100,000 nodes (depth 6:
+//! 2 regions × 5 zones × 2 clusters × 5 namespaces × 10 services × 98
+//! instances, one resource per instance), on SQLite and on PostgreSQL,
+//! through the real job runner and pipeline, in-process:
+//!
+//! - the statements each reconciliation phase runs for a leaf change, on
+//!   the big tree and on a small one (they must not grow with the tree);
+//! - latency of a leaf Update A from the request to `SUCCEEDED` (p50/p99,
+//!   sequential requests);
+//! - throughput of 1,000 concurrent Update A requests spread over the tree;
+//! - deleting a zone's subtree (9,913 nodes): the one `DELETE` statement,
+//!   and the whole reconciliation after its 9,800 resources are deleted.
+//!
+//! Not a test: it prints figures. Knobs: `BENCH_UPDATES` (200 sequential
+//! updates), `BENCH_CONCURRENT` (1000), `BENCH_INSTANCES` (98 per service),
+//! `TRELLIS_TEST_PG_URL`.
+
+mod support;
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use clap::Parser;
+use entity::user::Role;
+use sea_orm::{ConnectionTrait, DatabaseConnection, Statement, TransactionTrait};
+use serde_json::{Map, Value, json};
+use support::{BenchDatabase, env_or};
+use trellis::{
+    auth::Viewer,
+    cli::Cli,
+    jobs::{self, Jobs, model::TASK_UPDATED},
+    nodes::{
+        engine::RuleEngine,
+        ops::Operation,
+        pipeline::{self, Pipeline},
+        reconcile,
+        service::NodesService,
+    },
+};
+use uuid::Uuid;
+
+const SHAPE: [usize; 5] = [2, 5, 2, 5, 10];
+
+fn attributes(path: [usize; 5], instance: usize, health: i64) -> Value {
+    json!({
+        "region": format!("r{}", path[0]),
+        "zone": format!("z{}", path[1]),
+        "cluster": format!("c{}", path[2]),
+        "namespace": format!("n{}", path[3]),
+        "service": format!("s{}", path[4]),
+        "instance": format!("i{instance}"),
+        "health": health,
+        "cpu": 1,
+    })
+}
+
+/// Every leaf's position, in a fixed order.
+fn leaves(instances: usize) -> Vec<([usize; 5], usize)> {
+    let mut out = Vec::new();
+    for r in 0..SHAPE[0] {
+        for z in 0..SHAPE[1] {
+            for c in 0..SHAPE[2] {
+                for n in 0..SHAPE[3] {
+                    for s in 0..SHAPE[4] {
+                        for i in 0..instances {
+                            out.push(([r, z, c, n, s], i));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+struct Lab {
+    db: DatabaseConnection,
+    /// A connection of its own for the phases run directly, so that its
+    /// statement counts hold only theirs.
+    direct: DatabaseConnection,
+    jobs: Jobs,
+    nodes: NodesService,
+    pipeline: Arc<Pipeline>,
+    viewer: Viewer,
+    statements: Arc<AtomicU64>,
+    node_deletes: Arc<AtomicU64>,
+    stop: tokio::sync::watch::Sender<bool>,
+    handles: Vec<tokio::task::JoinHandle<()>>,
+}
+
+async fn lab(url: &str, dir: &std::path::Path) -> Lab {
+    let args = [
+        "trellis",
+        "--data-dir",
+        &dir.display().to_string(),
+        "--database-url",
+        url,
+        "--db-max-connections",
+        "16",
+        "--task-poll-ms",
+        "20",
+    ];
+    let config = Cli::try_parse_from(args).expect("bench config").config;
+    let db = trellis::db::connect(&config).await.expect("database");
+    let mut direct = sea_orm::Database::connect(url).await.expect("database");
+    let statements = Arc::new(AtomicU64::new(0));
+    let counter = statements.clone();
+    let node_deletes = Arc::new(AtomicU64::new(0));
+    let deletes = node_deletes.clone();
+    direct.set_metric_callback(move |info| {
+        counter.fetch_add(1, Ordering::Relaxed);
+        if info.statement.sql.starts_with("DELETE FROM nodes") {
+            deletes.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    let user_id = Uuid::now_v7();
+    db.execute_raw(Statement::from_sql_and_values(
+        db.get_database_backend(),
+        "INSERT INTO users (id, username, password_hash, role, created_at, updated_at) \
+         VALUES ($1, 'bench', 'x', 'MEMBER', $2, $2)",
+        vec![user_id.into(), chrono::Utc::now().into()],
+    ))
+    .await
+    .expect("bench user");
+    let node_config = Arc::new(config.load_node_config().expect("node config"));
+    let pipeline = Arc::new(Pipeline {
+        config: node_config.clone(),
+        engine: Arc::new(RuleEngine),
+    });
+    let mut registry = jobs::registry(
+        &db,
+        jobs::sweep::Retention {
+            outbox: Duration::from_secs(3600),
+            tasks: Duration::from_secs(7 * 86_400),
+        },
+    );
+    pipeline::register(&mut registry, pipeline.clone());
+    let jobs = Jobs::new(
+        db.clone(),
+        config.runner_settings(),
+        registry,
+        jobs::Backend::Embedded,
+    );
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let handles = jobs.start(stop_rx);
+    Lab {
+        nodes: NodesService::new(db.clone(), jobs.clone(), node_config),
+        db,
+        direct,
+        jobs,
+        pipeline,
+        viewer: Viewer {
+            user_id,
+            username: "bench".into(),
+            role: Role::Member,
+            session_id: Uuid::nil(),
+        },
+        statements,
+        node_deletes,
+        stop,
+        handles,
+    }
+}
+
+impl Lab {
+    /// Writes the resources in bulk and reconciles them in one pass (the
+    /// tree is a fixture; the requests measured below go through tasks).
+    async fn seed(&self, instances: usize) -> Vec<Uuid> {
+        let now = chrono::Utc::now();
+        let mut ids = Vec::new();
+        let backend = self.db.get_database_backend();
+        for chunk in leaves(instances).chunks(500) {
+            let mut values: Vec<sea_orm::Value> = Vec::new();
+            let mut rows = Vec::new();
+            for (path, instance) in chunk {
+                let id = Uuid::now_v7();
+                ids.push(id);
+                let i = values.len();
+                rows.push(format!("(${}, ${}, 1, $1, $2, $3, $3)", i + 4, i + 5));
+                values.push(id.into());
+                values.push(attributes(*path, *instance, 0).into());
+            }
+            let mut all: Vec<sea_orm::Value> = vec![false.into(), true.into(), now.into()];
+            all.extend(values);
+            self.db
+                .execute_raw(Statement::from_sql_and_values(
+                    backend,
+                    format!(
+                        "INSERT INTO resources (id, attributes, version, deleting, needs_mapping, created_at, updated_at) VALUES {}",
+                        rows.join(", ")
+                    ),
+                    all,
+                ))
+                .await
+                .expect("seed resources");
+        }
+        self.reconcile_directly().await;
+        ids
+    }
+
+    async fn reconcile_directly(&self) -> [f64; 4] {
+        let mut times = [0.0; 4];
+        for (phase, time) in times.iter_mut().enumerate() {
+            let started = Instant::now();
+            self.reconcile_phase(phase).await;
+            *time = started.elapsed().as_secs_f64();
+        }
+        times
+    }
+
+    async fn reconcile_phase(&self, phase: usize) {
+        let config = &self.pipeline.config;
+        let engine = self.pipeline.engine.as_ref();
+        let txn = self.direct.begin().await.expect("begin");
+        match phase {
+            0 => {
+                reconcile::delete_orphans(&txn, config)
+                    .await
+                    .expect("orphans");
+            }
+            1 => {
+                reconcile::sync_topology(&txn, config)
+                    .await
+                    .expect("topology");
+            }
+            2 => {
+                reconcile::update_properties(&txn, config, engine)
+                    .await
+                    .expect("properties");
+            }
+            _ => {
+                reconcile::recompute_aggregated_status(&txn, config, engine)
+                    .await
+                    .expect("status");
+            }
+        }
+        txn.commit().await.expect("commit");
+    }
+
+    /// Statements of each phase when one leaf's status changes, run
+    /// directly (the runner adds a fixed few per stage around them).
+    async fn leaf_statements(&self, id: Uuid) -> Vec<u64> {
+        self.direct
+            .execute_raw(Statement::from_sql_and_values(
+                self.direct.get_database_backend(),
+                "UPDATE resources SET attributes = $1, needs_mapping = $2 WHERE id = $3",
+                vec![
+                    attributes([0, 0, 0, 0, 0], 0, 3).into(),
+                    true.into(),
+                    id.into(),
+                ],
+            ))
+            .await
+            .expect("mark a leaf");
+        let mut counts = Vec::new();
+        for phase in 0..4 {
+            let before = self.statements.load(Ordering::Relaxed);
+            self.reconcile_phase(phase).await;
+            counts.push(self.statements.load(Ordering::Relaxed) - before);
+        }
+        counts
+    }
+
+    async fn count(&self, sql: &str) -> i64 {
+        let row = self
+            .db
+            .query_one_raw(Statement::from_string(self.db.get_database_backend(), sql))
+            .await
+            .expect("count")
+            .expect("a row");
+        row.try_get_by_index(0).expect("count value")
+    }
+
+    /// Submits an Update A and returns its task id.
+    async fn update_a(&self, id: Uuid, health: i64) -> Uuid {
+        let mut patch = Map::new();
+        patch.insert("health".into(), json!(health));
+        let enqueued = self
+            .nodes
+            .submit(
+                &self.viewer,
+                Operation::UpdateA {
+                    resource_id: id,
+                    patch,
+                },
+                Uuid::now_v7().to_string(),
+            )
+            .await
+            .expect("submit");
+        enqueued.task.id
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(true);
+        for handle in self.handles {
+            let _ = tokio::time::timeout(Duration::from_secs(5), handle).await;
+        }
+        self.db.close().await.ok();
+        self.direct.close().await.ok();
+    }
+}
+
+/// Waits for the terminal `task.updated` events of `ids`; returns how many
+/// succeeded and were superseded.
+async fn wait_all(
+    events: &mut tokio::sync::broadcast::Receiver<Arc<jobs::bus::Event>>,
+    ids: &[Uuid],
+) -> (usize, usize) {
+    let mut pending: std::collections::HashSet<String> =
+        ids.iter().map(ToString::to_string).collect();
+    let (mut succeeded, mut superseded) = (0, 0);
+    while !pending.is_empty() {
+        let event = match tokio::time::timeout(Duration::from_secs(120), events.recv()).await {
+            Ok(Ok(event)) => event,
+            Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => continue,
+            _ => panic!("tasks did not finish: {} left", pending.len()),
+        };
+        if event.topic != TASK_UPDATED || !pending.contains(&event.aggregate_id) {
+            continue;
+        }
+        match event.payload["status"].as_str() {
+            Some("SUCCEEDED") => succeeded += 1,
+            Some("SUPERSEDED") => superseded += 1,
+            Some("FAILED" | "CANCELLED") => panic!("task failed: {}", event.payload),
+            _ => continue,
+        }
+        pending.remove(&event.aggregate_id);
+    }
+    (succeeded, superseded)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((p / 100.0) * sorted.len() as f64)
+        .floor()
+        .min(sorted.len() as f64 - 1.0) as usize]
+}
+
+/// Sequential leaf updates: latency percentiles.
+async fn sequential(lab: &Lab, ids: &[Uuid], updates: usize) -> (f64, f64) {
+    let mut events = lab.jobs.bus().subscribe();
+    let mut latencies = Vec::with_capacity(updates);
+    for n in 0..updates {
+        let id = ids[(n * 7919) % ids.len()];
+        let started = Instant::now();
+        let task = lab.update_a(id, (n % 4) as i64).await;
+        wait_all(&mut events, &[task]).await;
+        latencies.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    latencies.sort_by(f64::total_cmp);
+    (percentile(&latencies, 50.0), percentile(&latencies, 99.0))
+}
+
+async fn run(postgres: bool, instances: usize, updates: usize, concurrent: usize) {
+    let name = if postgres { "postgres" } else { "sqlite" };
+
+    // Statements per task on a small tree, for comparison.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let database = BenchDatabase::create(postgres, dir.path()).await;
+    let small = lab(&database.url, dir.path()).await;
+    let small_ids = small.seed(1).await;
+    let small_nodes = small.count("SELECT COUNT(*) FROM nodes").await;
+    let small_statements = small.leaf_statements(small_ids[0]).await;
+    small.stop().await;
+    database.drop_now().await;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let database = BenchDatabase::create(postgres, dir.path()).await;
+    let lab = lab(&database.url, dir.path()).await;
+    let started = Instant::now();
+    let ids = lab.seed(instances).await;
+    let nodes = lab.count("SELECT COUNT(*) FROM nodes").await;
+    println!(
+        "{name}: seeded {} resources into {nodes} nodes in {:.1} s",
+        ids.len(),
+        started.elapsed().as_secs_f64()
+    );
+
+    let statements = lab.leaf_statements(ids[0]).await;
+    println!(
+        "{name}: statements per phase (orphans, topology, properties, aggregated status) for a \
+         leaf change: {statements:?} with {nodes} nodes, {small_statements:?} with {small_nodes} nodes"
+    );
+    let (p50, p99) = sequential(&lab, &ids, updates).await;
+    println!("{name}: leaf Update A, request → SUCCEEDED: p50 {p50:.1} ms, p99 {p99:.1} ms");
+
+    // Concurrent updates spread over the tree.
+    let mut events = lab.jobs.bus().subscribe();
+    let started = Instant::now();
+    let submissions = (0..concurrent).map(|n| {
+        let id = ids[(n * 104_729) % ids.len()];
+        lab.update_a(id, ((n + 1) % 4) as i64)
+    });
+    let tasks = futures_util::future::join_all(submissions).await;
+    let accepted = started.elapsed().as_secs_f64();
+    let (succeeded, superseded) = wait_all(&mut events, &tasks).await;
+    let elapsed = started.elapsed().as_secs_f64();
+    println!(
+        "{name}: {concurrent} concurrent Update A: all accepted in {accepted:.2} s, all done in \
+         {elapsed:.2} s ({:.0} updates/s; {succeeded} succeeded, {superseded} superseded)",
+        concurrent as f64 / elapsed
+    );
+
+    // A zone's subtree: one statement, then the whole reconciliation.
+    let zone_path: String = {
+        let row = lab
+            .db
+            .query_one_raw(Statement::from_string(
+                lab.db.get_database_backend(),
+                "SELECT path FROM nodes WHERE class = 'zone' ORDER BY id LIMIT 1",
+            ))
+            .await
+            .expect("zone")
+            .expect("a zone");
+        row.try_get("", "path").expect("path")
+    };
+    let (lower, upper) = trellis::nodes::plan::subtree_range(&zone_path);
+    let subtree = lab
+        .count(&format!(
+            "SELECT COUNT(*) FROM nodes WHERE path >= '{lower}' AND path < '{upper}'"
+        ))
+        .await;
+    let txn = lab.direct.begin().await.expect("begin");
+    let started = Instant::now();
+    let deletes_before = lab.node_deletes.load(Ordering::Relaxed);
+    reconcile::delete_subtree(&txn, &zone_path)
+        .await
+        .expect("delete");
+    let one_statement = started.elapsed().as_secs_f64() * 1000.0;
+    let used = lab.node_deletes.load(Ordering::Relaxed) - deletes_before;
+    txn.rollback().await.expect("rollback");
+    println!(
+        "{name}: deleting a subtree of {subtree} nodes: {used} DELETE statement(s), {one_statement:.0} ms"
+    );
+    lab.db
+        .execute_raw(Statement::from_sql_and_values(
+            lab.db.get_database_backend(),
+            "UPDATE resources SET deleting = $1, needs_mapping = $1 WHERE id IN \
+             (SELECT rn.resource_id FROM resource_nodes rn JOIN nodes n ON n.id = rn.node_id \
+              WHERE n.path = $2)",
+            vec![true.into(), zone_path.clone().into()],
+        ))
+        .await
+        .expect("mark deletes");
+    let deleting = lab
+        .count("SELECT COUNT(*) FROM resources WHERE deleting")
+        .await;
+    let times = lab.reconcile_directly().await;
+    println!(
+        "{name}: reconciling the delete of {deleting} resources: orphans {:.0} ms, topology {:.0} ms, \
+         properties {:.0} ms, aggregated status {:.0} ms; {} nodes left",
+        times[0] * 1000.0,
+        times[1] * 1000.0,
+        times[2] * 1000.0,
+        times[3] * 1000.0,
+        lab.count("SELECT COUNT(*) FROM nodes").await
+    );
+    lab.stop().await;
+    database.drop_now().await;
+}
+
+#[tokio::main]
+async fn main() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with('-'))
+        .collect();
+    let wanted = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
+    let updates = env_or("BENCH_UPDATES", 200usize);
+    let concurrent = env_or("BENCH_CONCURRENT", 1000usize);
+    let instances = env_or("BENCH_INSTANCES", 98usize);
+    for (postgres, name) in [(false, "sqlite"), (true, "postgres")] {
+        if wanted(name) {
+            run(postgres, instances, updates, concurrent).await;
+        }
+    }
+}
