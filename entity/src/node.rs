@@ -14,6 +14,8 @@ pub struct Model {
     pub depth: i32,
     pub position_token: String,
     pub properties: Json,
+    /// Attribute statistics over the node's resources (see nodes::engine::Partials).
+    pub partials: Json,
     pub status: i32,
     pub aggregated_status: i32,
     pub created_at: DateTimeUtc,

@@ -8,6 +8,8 @@ pub struct Model {
     pub resource_id: Uuid,
     #[sea_orm(primary_key, auto_increment = false)]
     pub node_id: i64,
+    /// The last node of the resource's chain.
+    pub leaf: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

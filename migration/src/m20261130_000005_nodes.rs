@@ -13,7 +13,12 @@
 //!   column uses the "C" collation so that the range is byte-wise (a
 //!   linguistic collation would ignore the `/`). `parent_id` cascades as a
 //!   safety net; the path range already covers the subtree.
-//! - `resource_nodes`: the mapping, kept by delta (never rebuilt).
+//! - `resource_nodes`: the mapping, kept by delta (never rebuilt). `leaf`
+//!   marks the last node of the resource's chain.
+//! - `nodes.partials`: statistics (count, sum, min, max) of the attributes
+//!   the rules read, over the node's resources. They combine, so a node's
+//!   are its children's plus its leaf resources': an update reads a
+//!   node's children, never every resource below it.
 //! - `node_dirty`: work the pipeline owes: nodes whose properties
 //!   (`props`) or aggregated status (`status`) must be recomputed. Kept in
 //!   the database, not in a task, so that work a superseded task leaves
@@ -83,6 +88,7 @@ impl MigrationTrait for Migration {
                     .col(integer(Nodes::Depth))
                     .col(text(Nodes::PositionToken))
                     .col(json(Nodes::Properties))
+                    .col(json(Nodes::Partials))
                     .col(integer(Nodes::Status).default(0))
                     .col(integer(Nodes::AggregatedStatus).default(0))
                     .col(timestamp_with_time_zone(Nodes::CreatedAt))
@@ -119,6 +125,7 @@ impl MigrationTrait for Migration {
                     .table(ResourceNodes::Table)
                     .col(uuid(ResourceNodes::ResourceId))
                     .col(big_integer(ResourceNodes::NodeId))
+                    .col(boolean(ResourceNodes::Leaf).default(false))
                     .primary_key(
                         Index::create()
                             .col(ResourceNodes::ResourceId)
@@ -254,6 +261,7 @@ enum Nodes {
     Depth,
     PositionToken,
     Properties,
+    Partials,
     Status,
     AggregatedStatus,
     CreatedAt,
@@ -265,6 +273,7 @@ enum ResourceNodes {
     Table,
     ResourceId,
     NodeId,
+    Leaf,
 }
 
 #[derive(DeriveIden)]

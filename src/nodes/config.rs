@@ -70,6 +70,10 @@ pub struct Class {
     pub patch_text: Option<String>,
     /// Index into [`NodeConfig::units`].
     pub unit: usize,
+    /// Two or more classes have this one as parent: a resource may map to
+    /// children of each, so children's statistics overlap and this class's
+    /// nodes compute theirs from all their resources.
+    pub branching: bool,
 }
 
 /// Classes computed together: one class, or a strongly connected set of
@@ -95,6 +99,9 @@ pub struct NodeConfig {
     /// Attributes some position template reads: changing one may remap a
     /// resource.
     pub token_attributes: BTreeSet<String>,
+    /// Attribute paths some property rule aggregates (kept as node
+    /// statistics).
+    pub attribute_paths: Vec<Vec<String>>,
 }
 
 /// A configuration problem, naming the class and the field.
@@ -327,6 +334,12 @@ fn validate(file: FileConfig) -> Result<NodeConfig, ConfigError> {
                 patch_aggregated_status: patch,
                 patch_text: class.patch_aggregated_status.clone(),
                 unit: 0,
+                branching: file
+                    .classes
+                    .iter()
+                    .filter(|other| other.parent.as_deref() == Some(name))
+                    .count()
+                    > 1,
             });
         }
     }
@@ -379,7 +392,18 @@ fn validate(file: FileConfig) -> Result<NodeConfig, ConfigError> {
         }
     }
 
+    let attribute_paths: Vec<Vec<String>> = classes
+        .iter()
+        .flat_map(|class| &class.properties)
+        .filter_map(|(_, rule)| match &rule.source {
+            Source::Attribute(path) => Some(path.clone()),
+            _ => None,
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     Ok(NodeConfig {
+        attribute_paths,
         classes,
         by_name,
         units,

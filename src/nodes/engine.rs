@@ -2,8 +2,9 @@
 //! bulk-loaded context, and patches aggregated statuses. [`RuleEngine`]
 //! evaluates the configuration's rules; tests plug in their own engine.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
 use super::{
@@ -11,12 +12,92 @@ use super::{
     rules::{self, Aggregate, Expr, Source},
 };
 
-/// A node to compute, with the attributes of every resource mapped to it.
+/// A node to compute: its statistics and, for engines that ask for them,
+/// the attributes of every resource mapped to it.
 #[derive(Debug, Clone)]
 pub struct NodeInput {
     pub id: i64,
     pub position_token: String,
+    /// Statistics of the configured attribute paths over the node's resources.
+    pub partials: Partials,
+    /// Empty unless [`Engine::needs_resources`] says so for the class.
     pub resources: Vec<Value>,
+}
+
+/// Statistics of one attribute over a set of resources. Two sets' combine
+/// into their union's, so a node's come from its children's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Resources where the attribute is present (not null).
+    pub present: u64,
+    /// Of those, where it is a number.
+    pub n: u64,
+    pub sum: f64,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+/// A node's statistics: how many resources, and [`Stats`] per configured
+/// attribute path (dotted).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Partials {
+    pub resources: u64,
+    pub attributes: BTreeMap<String, Stats>,
+}
+
+impl Partials {
+    /// The statistics of `resources` for `paths`.
+    pub fn of_resources<'v>(
+        paths: &[Vec<String>],
+        resources: impl IntoIterator<Item = &'v Value>,
+    ) -> Partials {
+        let mut partials = Partials::default();
+        for attributes in resources {
+            partials.resources += 1;
+            for path in paths {
+                let stats = partials.attributes.entry(path.join(".")).or_default();
+                let Some(value) = rules::lookup(attributes, path).filter(|v| !v.is_null()) else {
+                    continue;
+                };
+                stats.present += 1;
+                if let Some(number) = value.as_f64() {
+                    stats.n += 1;
+                    stats.sum += number;
+                    stats.min = Some(stats.min.map_or(number, |min| min.min(number)));
+                    stats.max = Some(stats.max.map_or(number, |max| max.max(number)));
+                }
+            }
+        }
+        partials
+    }
+
+    /// Adds another (disjoint) set's statistics.
+    pub fn combine(&mut self, other: &Partials) {
+        self.resources += other.resources;
+        for (path, theirs) in &other.attributes {
+            let ours = self.attributes.entry(path.clone()).or_default();
+            ours.present += theirs.present;
+            ours.n += theirs.n;
+            ours.sum += theirs.sum;
+            ours.min = match (ours.min, theirs.min) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            ours.max = match (ours.max, theirs.max) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+        }
+    }
+
+    /// Read from a stored column (`{}` when never computed).
+    pub fn from_value(value: &Value) -> Partials {
+        serde_json::from_value(value.clone()).unwrap_or_default()
+    }
+
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
 }
 
 /// Everything a class's computation may read, loaded in bulk beforehand.
@@ -36,6 +117,13 @@ pub struct PatchInput<'a> {
 }
 
 pub trait Engine: Send + Sync + 'static {
+    /// Whether [`NodeInput::resources`] must be loaded for `class` (one
+    /// bulk query, but every resource below each node). The built-in
+    /// engine reads statistics only.
+    fn needs_resources(&self, _class: &Class) -> bool {
+        true
+    }
+
     /// The properties of each node of `context.nodes`, in that order. A
     /// `status` property (a number) is the node's own status.
     fn properties(&self, class: &Class, context: &ClassContext<'_>) -> Vec<Map<String, Value>>;
@@ -50,6 +138,10 @@ pub trait Engine: Send + Sync + 'static {
 pub struct RuleEngine;
 
 impl Engine for RuleEngine {
+    fn needs_resources(&self, _class: &Class) -> bool {
+        false
+    }
+
     fn properties(&self, class: &Class, context: &ClassContext<'_>) -> Vec<Map<String, Value>> {
         // Dependency values are the same for every node of the class.
         let mut shared = Map::new();
@@ -74,23 +166,16 @@ impl Engine for RuleEngine {
                         Source::Dependency { .. } => {
                             shared.get(name).cloned().unwrap_or(Value::Null)
                         }
-                        Source::Resources => count(node.resources.len()),
-                        Source::Attribute(path) => match rule.aggregate {
-                            Aggregate::Count => count(
-                                node.resources
-                                    .iter()
-                                    .filter(|attrs| {
-                                        rules::lookup(attrs, path).is_some_and(|v| !v.is_null())
-                                    })
-                                    .count(),
-                            ),
-                            aggregate => fold(
-                                aggregate,
-                                node.resources
-                                    .iter()
-                                    .filter_map(|attrs| rules::lookup(attrs, path)?.as_f64()),
-                            ),
-                        },
+                        Source::Resources => Value::from(node.partials.resources),
+                        Source::Attribute(path) => {
+                            let stats = node
+                                .partials
+                                .attributes
+                                .get(&path.join("."))
+                                .cloned()
+                                .unwrap_or_default();
+                            from_stats(rule.aggregate, &stats)
+                        }
                     };
                     properties.insert(name.clone(), value);
                 }
@@ -102,6 +187,18 @@ impl Engine for RuleEngine {
     fn patch_aggregated_status(&self, class: &Class, node: &PatchInput<'_>) -> Option<i32> {
         let expr = class.patch_aggregated_status.as_ref()?;
         evaluate(expr, node).map(to_status)
+    }
+}
+
+/// An aggregate read from statistics (the same values [`fold`] gives).
+fn from_stats(aggregate: Aggregate, stats: &Stats) -> Value {
+    match aggregate {
+        Aggregate::Count => Value::from(stats.present),
+        Aggregate::Sum => number(stats.sum),
+        Aggregate::Max => stats.max.map_or(Value::Null, number),
+        Aggregate::Min => stats.min.map_or(Value::Null, number),
+        Aggregate::Avg if stats.n == 0 => Value::Null,
+        Aggregate::Avg => number(stats.sum / stats.n as f64),
     }
 }
 
@@ -202,19 +299,32 @@ mod tests {
     fn rules_aggregate_resources_and_dependencies() {
         let config = config();
         let svc = config.class("svc").unwrap();
+        let first = [
+            json!({"health": 1, "cpu": 0.5, "owner": "x", "latency": {"p99": 30}}),
+            json!({"health": 2, "cpu": 1.5, "latency": {"p99": 10}}),
+            json!({"health": "bad", "cpu": 1}),
+        ];
+        // Statistics combine: two halves give the whole's.
+        let mut combined = Partials::of_resources(&config.attribute_paths, &first[..1]);
+        combined.combine(&Partials::of_resources(
+            &config.attribute_paths,
+            &first[1..],
+        ));
+        assert_eq!(
+            combined,
+            Partials::of_resources(&config.attribute_paths, &first)
+        );
         let nodes = [
             NodeInput {
                 id: 1,
                 position_token: "a".into(),
-                resources: vec![
-                    json!({"health": 1, "cpu": 0.5, "owner": "x", "latency": {"p99": 30}}),
-                    json!({"health": 2, "cpu": 1.5, "latency": {"p99": 10}}),
-                    json!({"health": "bad", "cpu": 1}),
-                ],
+                partials: combined,
+                resources: vec![],
             },
             NodeInput {
                 id: 2,
                 position_token: "b".into(),
+                partials: Partials::of_resources(&config.attribute_paths, std::iter::empty()),
                 resources: vec![],
             },
         ];

@@ -18,6 +18,9 @@ pub struct NodeSpec {
     pub business_key: String,
     pub parent_key: Option<String>,
     pub depth: usize,
+    /// No other node of the resource hangs below this one: the resource
+    /// counts in this node's own statistics.
+    pub leaf: bool,
 }
 
 /// `hash(class || parent_bk || position_token)`: the same node whoever
@@ -55,7 +58,15 @@ pub fn resolve(config: &NodeConfig, attributes: &serde_json::Value) -> Vec<NodeS
             position_token: token,
             parent_key,
             depth: class.depth,
+            leaf: true,
         });
+    }
+    let parents: BTreeSet<String> = specs
+        .iter()
+        .filter_map(|spec| spec.parent_key.clone())
+        .collect();
+    for spec in &mut specs {
+        spec.leaf = !parents.contains(&spec.business_key);
     }
     specs
 }
@@ -215,6 +226,10 @@ mod tests {
             Some(chain[0].business_key.as_str())
         );
         assert_eq!(chain[2].depth, 2);
+        assert_eq!(
+            chain.iter().map(|spec| spec.leaf).collect::<Vec<_>>(),
+            [false, false, true]
+        );
         assert_eq!(
             chain[2].business_key,
             business_key("service", Some(&chain[1].business_key), "svc-cart")

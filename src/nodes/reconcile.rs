@@ -35,7 +35,7 @@ use uuid::Uuid;
 use super::{
     NODE_STATUS_CHANGED,
     config::NodeConfig,
-    engine::{ClassContext, Engine, NodeInput, PatchInput, status_of},
+    engine::{ClassContext, Engine, NodeInput, Partials, PatchInput, status_of},
     ops::{self, Operation},
     plan::{self, Candidate, NodeSpec},
 };
@@ -254,19 +254,21 @@ async fn dirty_resources(
         .collect()
 }
 
-/// The current mapping of the dirty resources: (resource, node id, key, path).
+/// The current mapping of the dirty resources: (resource, node id, key,
+/// path, leaf).
 struct Linked {
     resource: Uuid,
     node: i64,
     business_key: String,
     path: String,
+    leaf: bool,
 }
 
 async fn current_mapping(txn: &DatabaseTransaction) -> AppResult<Vec<Linked>> {
     let rows = txn
         .query_all_raw(stmt(
             txn,
-            "SELECT rn.resource_id, n.id, n.business_key, n.path FROM resource_nodes rn \
+            "SELECT rn.resource_id, rn.leaf, n.id, n.business_key, n.path FROM resource_nodes rn \
              JOIN resources r ON r.id = rn.resource_id JOIN nodes n ON n.id = rn.node_id \
              WHERE r.needs_mapping = $1",
             vec![true.into()],
@@ -279,6 +281,7 @@ async fn current_mapping(txn: &DatabaseTransaction) -> AppResult<Vec<Linked>> {
                 node: row.try_get("", "id")?,
                 business_key: row.try_get("", "business_key")?,
                 path: row.try_get("", "path")?,
+                leaf: row.try_get("", "leaf")?,
             })
         })
         .collect()
@@ -505,42 +508,70 @@ pub async fn sync_topology(
     }
     report.new_nodes = new_nodes.len();
 
-    // Phase 3: the mapping, by delta.
-    let old: BTreeSet<(Uuid, i64)> = current_mapping(txn)
+    // Phase 3: the mapping, by delta (and the leaf flag where it changed).
+    let old: BTreeMap<(Uuid, i64), bool> = current_mapping(txn)
         .await?
         .into_iter()
-        .map(|link| (link.resource, link.node))
+        .map(|link| ((link.resource, link.node), link.leaf))
         .collect();
-    let new: BTreeSet<(Uuid, i64)> = dirty
+    let new: BTreeMap<(Uuid, i64), bool> = dirty
         .iter()
         .flat_map(|resource| {
-            resource
-                .specs
-                .iter()
-                .filter_map(|spec| known.get(&spec.business_key))
-                .map(move |node| (resource.id, node.0))
+            resource.specs.iter().filter_map(|spec| {
+                known
+                    .get(&spec.business_key)
+                    .map(|node| ((resource.id, node.0), spec.leaf))
+            })
         })
         .collect();
-    let (removed, added) = plan::mapping_delta(&old, &new);
+    let old_pairs: BTreeSet<(Uuid, i64)> = old.keys().copied().collect();
+    let new_pairs: BTreeSet<(Uuid, i64)> = new.keys().copied().collect();
+    let (removed, added) = plan::mapping_delta(&old_pairs, &new_pairs);
     write_pairs(
         txn,
         "DELETE FROM resource_nodes WHERE (resource_id, node_id) IN (VALUES {})",
         &removed,
+        None,
     )
     .await?;
-    write_pairs(
-        txn,
-        "INSERT INTO resource_nodes (resource_id, node_id) VALUES {} ON CONFLICT DO NOTHING",
-        &added,
-    )
-    .await?;
+    for leaf in [true, false] {
+        let inserted: Vec<(Uuid, i64)> = added
+            .iter()
+            .copied()
+            .filter(|pair| new[pair] == leaf)
+            .collect();
+        write_pairs(
+            txn,
+            "INSERT INTO resource_nodes (resource_id, node_id, leaf) VALUES {} ON CONFLICT DO NOTHING",
+            &inserted,
+            Some(leaf),
+        )
+        .await?;
+        let flipped: Vec<(Uuid, i64)> = new
+            .iter()
+            .filter(|(pair, now)| **now == leaf && old.get(pair).is_some_and(|was| was != *now))
+            .map(|(pair, _)| *pair)
+            .collect();
+        if !flipped.is_empty() {
+            write_pairs(
+                txn,
+                &format!(
+                    "UPDATE resource_nodes SET leaf = {} WHERE (resource_id, node_id) IN (VALUES {{}})",
+                    if leaf { "TRUE" } else { "FALSE" }
+                ),
+                &flipped,
+                None,
+            )
+            .await?;
+        }
+    }
     report.links_removed = removed.len();
     report.links_added = added.len();
 
     // Phase 4: direct impact.
-    let impacted: BTreeSet<i64> = old
+    let impacted: BTreeSet<i64> = old_pairs
         .iter()
-        .chain(new.iter())
+        .chain(new_pairs.iter())
         .map(|(_, node)| *node)
         .collect();
     let impacted: Vec<i64> = impacted.into_iter().collect();
@@ -566,16 +597,28 @@ pub async fn sync_topology(
 }
 
 /// Runs `sql` (its `{}` replaced by the tuples) over (resource, node)
-/// pairs, one statement per chunk.
-async fn write_pairs(txn: &DatabaseTransaction, sql: &str, pairs: &[(Uuid, i64)]) -> AppResult<()> {
+/// pairs, with `extra` as a third value of each tuple when given; one
+/// statement per chunk.
+async fn write_pairs(
+    txn: &DatabaseTransaction,
+    sql: &str,
+    pairs: &[(Uuid, i64)],
+    extra: Option<bool>,
+) -> AppResult<()> {
+    let width = if extra.is_some() { 3 } else { 2 };
     for chunk in pairs.chunks(CHUNK) {
+        let mut values = Vec::with_capacity(chunk.len() * width);
+        for (resource, node) in chunk {
+            values.push(Value::from(*resource));
+            values.push(Value::from(*node));
+            if let Some(extra) = extra {
+                values.push(Value::from(extra));
+            }
+        }
         txn.execute_raw(stmt(
             txn,
-            sql.replace("{}", &tuples(chunk.len(), 2)),
-            chunk
-                .iter()
-                .flat_map(|(resource, node)| [Value::from(*resource), Value::from(*node)])
-                .collect(),
+            sql.replace("{}", &tuples(chunk.len(), width)),
+            values,
         ))
         .await?;
     }
@@ -621,7 +664,7 @@ async fn insert_level(
     let now = Utc::now();
     let mut inserted = Vec::new();
     for chunk in level.chunks(CHUNK / 2) {
-        const WIDTH: usize = 10;
+        const WIDTH: usize = 11;
         let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * WIDTH);
         for spec in chunk {
             let parent = spec.parent_key.as_ref().and_then(|key| known.get(key));
@@ -632,6 +675,7 @@ async fn insert_level(
                 Value::from(String::new()),
                 Value::from(spec.depth as i32),
                 Value::from(spec.position_token.clone()),
+                Value::from(json!({})),
                 Value::from(json!({})),
                 Value::from(0),
                 Value::from(now),
@@ -647,7 +691,7 @@ async fn insert_level(
                 txn,
                 format!(
                     "INSERT INTO nodes (class, business_key, parent_id, path, depth, position_token, \
-                     properties, aggregated_status, created_at, updated_at) VALUES {} \
+                     properties, partials, aggregated_status, created_at, updated_at) VALUES {} \
                      ON CONFLICT (business_key) DO NOTHING RETURNING id, business_key",
                     tuples(chunk.len(), WIDTH)
                 ),
@@ -690,6 +734,8 @@ async fn insert_level(
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PropertiesReport {
+    /// Nodes whose attribute statistics were recomputed.
+    pub statistics_updated: usize,
     pub classes: Vec<String>,
     pub nodes_computed: usize,
     pub nodes_changed: usize,
@@ -713,7 +759,10 @@ pub async fn update_properties(
     config: &NodeConfig,
     engine: &dyn Engine,
 ) -> AppResult<PropertiesReport> {
-    let mut report = PropertiesReport::default();
+    let mut report = PropertiesReport {
+        statistics_updated: update_partials(txn, config).await?,
+        ..PropertiesReport::default()
+    };
     let rows = txn
         .query_all_raw(stmt(
             txn,
@@ -759,9 +808,10 @@ pub async fn update_properties(
         }
         let mut computed: BTreeMap<usize, Vec<Computed>> = BTreeMap::new();
         for &class in &members {
+            let with_resources = engine.needs_resources(&config.classes[class]);
             computed.insert(
                 class,
-                load_class(txn, config, class, whole.contains(&class)).await?,
+                load_class(txn, config, class, whole.contains(&class), with_resources).await?,
             );
             report.classes.push(config.classes[class].name.clone());
         }
@@ -854,12 +904,14 @@ pub async fn update_properties(
 }
 
 /// A class's nodes to compute (all of them, or only those marked) with
-/// their resources' attributes: two statements.
+/// their statistics, and their resources' attributes when the Engine needs
+/// them: one or two statements.
 async fn load_class(
     txn: &DatabaseTransaction,
     config: &NodeConfig,
     class: usize,
     whole: bool,
+    with_resources: bool,
 ) -> AppResult<Vec<Computed>> {
     let name = config.classes[class].name.clone();
     let marked = if whole {
@@ -878,7 +930,7 @@ async fn load_class(
         .query_all_raw(stmt(
             txn,
             format!(
-                "SELECT n.id, n.position_token, n.properties FROM nodes n {marked} \
+                "SELECT n.id, n.position_token, n.properties, n.partials FROM nodes n {marked} \
                  WHERE n.class = $1 ORDER BY n.id"
             ),
             values(!whole),
@@ -893,10 +945,14 @@ async fn load_class(
             input: NodeInput {
                 id,
                 position_token: row.try_get("", "position_token")?,
+                partials: Partials::from_value(&row.try_get("", "partials")?),
                 resources: Vec::new(),
             },
             old: row.try_get("", "properties")?,
         });
+    }
+    if !with_resources {
+        return Ok(nodes);
     }
     let rows = txn
         .query_all_raw(stmt(
@@ -919,6 +975,116 @@ async fn load_class(
         }
     }
     Ok(nodes)
+}
+
+/// Recomputes the attribute statistics of the nodes marked for properties,
+/// deepest level first, so each level reads its children's new ones: a
+/// node's statistics are its leaf resources' combined with its children's
+/// (for a class with several child classes, whose children overlap, all
+/// its resources'). Per level: one load of resources, one of children's
+/// statistics, one write. Returns how many nodes were updated.
+async fn update_partials(txn: &DatabaseTransaction, config: &NodeConfig) -> AppResult<usize> {
+    let rows = txn
+        .query_all_raw(stmt(
+            txn,
+            "SELECT n.id, n.depth, n.class FROM node_dirty d JOIN nodes n ON n.id = d.node_id WHERE d.props = $1",
+            vec![true.into()],
+        ))
+        .await?;
+    let mut levels: BTreeMap<i32, Vec<(i64, bool)>> = BTreeMap::new();
+    for row in rows {
+        let class: String = row.try_get("", "class")?;
+        let branching = config.class(&class).is_none_or(|class| class.branching);
+        levels
+            .entry(row.try_get("", "depth")?)
+            .or_default()
+            .push((row.try_get("", "id")?, branching));
+    }
+    let mut updated = 0;
+    for nodes in levels.values().rev() {
+        let mut partials: HashMap<i64, Partials> = HashMap::with_capacity(nodes.len());
+        for (branching, leaf_only) in [(false, true), (true, false)] {
+            let ids: Vec<i64> = nodes
+                .iter()
+                .filter(|(_, b)| *b == branching)
+                .map(|(id, _)| *id)
+                .collect();
+            for chunk in ids.chunks(CHUNK) {
+                let filter = if leaf_only {
+                    "rn.leaf = $1 AND"
+                } else {
+                    "$1 = $1 AND"
+                };
+                let mut values: Vec<Value> = vec![true.into()];
+                values.extend(chunk.iter().map(|&id| Value::from(id)));
+                let rows = txn
+                    .query_all_raw(stmt(
+                        txn,
+                        format!(
+                            "SELECT rn.node_id, r.attributes FROM resource_nodes rn \
+                             JOIN resources r ON r.id = rn.resource_id \
+                             WHERE {filter} rn.node_id IN ({})",
+                            params(2, chunk.len())
+                        ),
+                        values,
+                    ))
+                    .await?;
+                let mut own: HashMap<i64, Vec<serde_json::Value>> = HashMap::new();
+                for row in rows {
+                    own.entry(row.try_get("", "node_id")?)
+                        .or_default()
+                        .push(row.try_get("", "attributes")?);
+                }
+                for id in chunk {
+                    let attributes = own.remove(id).unwrap_or_default();
+                    partials.insert(
+                        *id,
+                        Partials::of_resources(&config.attribute_paths, &attributes),
+                    );
+                }
+                if branching {
+                    continue;
+                }
+                let rows = txn
+                    .query_all_raw(stmt(
+                        txn,
+                        format!(
+                            "SELECT parent_id, partials FROM nodes WHERE parent_id IN ({})",
+                            params(1, chunk.len())
+                        ),
+                        chunk.iter().map(|&id| Value::from(id)).collect(),
+                    ))
+                    .await?;
+                for row in rows {
+                    let parent: i64 = row.try_get("", "parent_id")?;
+                    let child = Partials::from_value(&row.try_get("", "partials")?);
+                    if let Some(partial) = partials.get_mut(&parent) {
+                        partial.combine(&child);
+                    }
+                }
+            }
+        }
+        let writes: Vec<(i64, serde_json::Value)> = partials
+            .into_iter()
+            .map(|(id, partial)| (id, partial.to_value()))
+            .collect();
+        updated += writes.len();
+        for chunk in writes.chunks(CHUNK) {
+            txn.execute_raw(stmt(
+                txn,
+                format!(
+                    "UPDATE nodes SET partials = v.column2 FROM (VALUES {}) AS v WHERE nodes.id = v.column1",
+                    tuples(chunk.len(), 2)
+                ),
+                chunk
+                    .iter()
+                    .flat_map(|(id, partial)| [Value::from(*id), Value::from(partial.clone())])
+                    .collect(),
+            ))
+            .await?;
+        }
+    }
+    Ok(updated)
 }
 
 /// The properties of every node of a class: one statement.

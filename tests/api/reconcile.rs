@@ -15,7 +15,7 @@ use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement, Transact
 use serde_json::{Map, json};
 use trellis::nodes::{
     config::{DEFAULT_CONFIG, NodeConfig},
-    engine::{ClassContext, Engine, NodeInput, PatchInput, RuleEngine, status_of},
+    engine::{ClassContext, Engine, NodeInput, Partials, PatchInput, RuleEngine, status_of},
     reconcile,
 };
 use uuid::Uuid;
@@ -286,13 +286,19 @@ fn reference(config: &NodeConfig, resources: &BTreeMap<Uuid, serde_json::Value>)
                 let chains = of_class(&class.name);
                 let inputs: Vec<NodeInput> = chains
                     .iter()
-                    .map(|chain| NodeInput {
-                        id: 0,
-                        position_token: chain.last().unwrap().1.clone(),
-                        resources: members[chain]
+                    .map(|chain| {
+                        let attributes: Vec<serde_json::Value> = members[chain]
                             .iter()
                             .map(|id| resources[id].clone())
-                            .collect(),
+                            .collect();
+                        NodeInput {
+                            id: 0,
+                            position_token: chain.last().unwrap().1.clone(),
+                            // Straight from all the node's resources, not
+                            // combined from children as the server does.
+                            partials: Partials::of_resources(&config.attribute_paths, &attributes),
+                            resources: attributes,
+                        }
                     })
                     .collect();
                 let out = RuleEngine.properties(
@@ -544,9 +550,10 @@ async fn statements_per_phase_do_not_grow_with_the_tree(backend: Backend) {
     // constant few (load the marks, the area, the event, clear the marks).
     let depth = 6;
     assert!(counts[1][3] <= 2 * depth + 5, "{:?}", counts[1]);
-    // Properties: a constant few per impacted class (6 on the chain, plus
+    // Properties: per level three for the statistics (resources, children,
+    // write), and a constant few per impacted class (6 on the chain, plus
     // `service`'s dependency on `database`).
-    assert!(counts[1][2] <= 4 * 7 + 6, "{:?}", counts[1]);
+    assert!(counts[1][2] <= 3 * depth + 3 * 7 + 6, "{:?}", counts[1]);
 }
 
 async fn a_subtree_delete_is_one_statement(backend: Backend) {
