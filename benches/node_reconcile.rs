@@ -215,10 +215,23 @@ impl Lab {
         times
     }
 
-    async fn reconcile_phase(&self, phase: usize) {
+    /// Runs one phase directly; returns the statements it ran. The
+    /// transaction first locks the `resources` scope's row, as a stage's
+    /// generation check does, so it never overlaps a task's stage (the
+    /// periodic reconciliation may be running).
+    async fn reconcile_phase(&self, phase: usize) -> u64 {
         let config = &self.pipeline.config;
         let engine = self.pipeline.engine.as_ref();
         let txn = self.direct.begin().await.expect("begin");
+        txn.execute_raw(Statement::from_sql_and_values(
+            txn.get_database_backend(),
+            "INSERT INTO task_scopes (scope, generation, updated_at) VALUES ($1, 0, $2) \
+             ON CONFLICT (scope) DO UPDATE SET updated_at = excluded.updated_at",
+            vec!["resources".into(), chrono::Utc::now().into()],
+        ))
+        .await
+        .expect("lock the scope");
+        let before = self.statements.load(Ordering::Relaxed);
         match phase {
             0 => {
                 reconcile::delete_orphans(&txn, config)
@@ -241,7 +254,9 @@ impl Lab {
                     .expect("status");
             }
         }
+        let statements = self.statements.load(Ordering::Relaxed) - before;
         txn.commit().await.expect("commit");
+        statements
     }
 
     /// Statements of each phase when one leaf's status changes, run
@@ -261,9 +276,7 @@ impl Lab {
             .expect("mark a leaf");
         let mut counts = Vec::new();
         for phase in 0..4 {
-            let before = self.statements.load(Ordering::Relaxed);
-            self.reconcile_phase(phase).await;
-            counts.push(self.statements.load(Ordering::Relaxed) - before);
+            counts.push(self.reconcile_phase(phase).await);
         }
         counts
     }
@@ -427,6 +440,13 @@ async fn run(postgres: bool, instances: usize, updates: usize, concurrent: usize
         ))
         .await;
     let txn = lab.direct.begin().await.expect("begin");
+    txn.execute_raw(Statement::from_sql_and_values(
+        txn.get_database_backend(),
+        "UPDATE task_scopes SET updated_at = $1 WHERE scope = $2",
+        vec![chrono::Utc::now().into(), "resources".into()],
+    ))
+    .await
+    .expect("lock the scope");
     let started = Instant::now();
     let deletes_before = lab.node_deletes.load(Ordering::Relaxed);
     reconcile::delete_subtree(&txn, &zone_path)

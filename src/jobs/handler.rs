@@ -55,6 +55,9 @@ pub struct StageRun<'a> {
     pub result: Option<Value>,
     /// Set by any stage: the task's `progress`.
     pub progress: Option<Value>,
+    /// The `progress` committed so far (by earlier stages of this run, or
+    /// read with the task when it was claimed).
+    pub committed_progress: Option<Value>,
     pub(super) worker: &'a str,
     pub(super) next_stage: Option<&'static str>,
     pub(super) txn: Option<DatabaseTransaction>,

@@ -254,6 +254,7 @@ async fn run_stages(
     };
     let stages = handler.stages(task);
     let mut result = None;
+    let mut committed_progress = task.progress.clone();
     for index in (task.stages_done.max(0) as usize)..stages.len() {
         if lost.load(Ordering::SeqCst) {
             return End::LeaseLost;
@@ -271,6 +272,7 @@ async fn run_stages(
             db: jobs.db(),
             result: None,
             progress: None,
+            committed_progress: committed_progress.clone(),
             worker: &settings.worker_id,
             next_stage: stages.get(index + 1).copied(),
             txn: None,
@@ -278,6 +280,9 @@ async fn run_stages(
         let outcome = match handler.run_stage(&mut run).await {
             Ok(()) => {
                 result = run.result.take().or(result);
+                if run.progress.is_some() {
+                    committed_progress = run.progress.clone();
+                }
                 let last = (index + 1 == stages.len()).then(|| (stages.len(), result.clone()));
                 match last {
                     // Nothing of the stage's own to commit: end through the group commit.
@@ -336,12 +341,15 @@ async fn commit_stage(
     }
     let worker = run.worker;
     let txn = run.txn().await?;
+    // The stage's new state, read back by the progress write when there is one.
+    let mut updated = None;
     if let Some(progress) = progress {
-        task::Entity::update_many()
+        updated = task::Entity::update_many()
             .col_expr(task::Column::Progress, Expr::value(progress))
             .filter(task::Column::Id.eq(task_id))
-            .exec(txn)
-            .await?;
+            .exec_with_returning(txn)
+            .await?
+            .pop();
     }
     let finished = match last {
         Some((total, result)) => Some(
@@ -356,7 +364,11 @@ async fn commit_stage(
             .ok_or(StageError::LeaseLost)?,
         ),
         None => {
-            if let Some(model) = task::Entity::find_by_id(task_id).one(txn).await? {
+            let model = match updated {
+                Some(model) => Some(model),
+                None => task::Entity::find_by_id(task_id).one(txn).await?,
+            };
+            if let Some(model) = model {
                 store::emit_task_updated(txn, &model).await?;
             }
             None

@@ -18,7 +18,6 @@
 use std::sync::Arc;
 
 use entity::task;
-use sea_orm::EntityTrait;
 use serde_json::{Value, json};
 
 use super::{
@@ -128,7 +127,7 @@ impl TaskHandler for ResourceTask {
                 reconcile::recompute_aggregated_status(run.txn().await?, config, engine).await?,
             ),
             "finalizer" => {
-                let progress = stored_progress(run).await?;
+                let progress = stored_progress(run);
                 run.result = Some(json!({
                     "resourceIds": resource_ids(run.task),
                     "stages": progress,
@@ -137,7 +136,7 @@ impl TaskHandler for ResourceTask {
             }
             other => return Err(StageError::Fail(format!("unknown stage `{other}`"))),
         };
-        let mut progress = stored_progress(run).await?;
+        let mut progress = stored_progress(run);
         if let Value::Object(stages) = &mut progress {
             stages.insert(run.name.to_owned(), report);
         }
@@ -150,17 +149,12 @@ fn to_value(report: impl serde::Serialize) -> Value {
     serde_json::to_value(report).unwrap_or(Value::Null)
 }
 
-/// The per-stage reports committed so far (read in the stage's
-/// transaction: a resumed task sees what earlier runs recorded).
-async fn stored_progress(run: &mut StageRun<'_>) -> Result<Value, StageError> {
-    let id = run.task.id;
-    let txn = run.txn().await?;
-    let stored = task::Entity::find_by_id(id)
-        .one(txn)
-        .await?
-        .and_then(|task| task.progress)
-        .filter(Value::is_object);
-    Ok(stored.unwrap_or_else(|| json!({})))
+/// The per-stage reports committed so far.
+fn stored_progress(run: &StageRun<'_>) -> Value {
+    run.committed_progress
+        .clone()
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}))
 }
 
 /// The resources a task is about (a create's resource has the task's id).
