@@ -189,8 +189,10 @@ impl Lab {
             }
             let mut all: Vec<sea_orm::Value> = vec![false.into(), true.into(), now.into()];
             all.extend(values);
-            self.db
-                .execute_raw(Statement::from_sql_and_values(
+            // Like a mutation stage: written while holding the scope.
+            let txn = self.direct.begin().await.expect("begin");
+            lock_scope(&txn).await;
+            txn.execute_raw(Statement::from_sql_and_values(
                     backend,
                     format!(
                         "INSERT INTO resources (id, attributes, version, deleting, needs_mapping, created_at, updated_at) VALUES {}",
@@ -200,6 +202,7 @@ impl Lab {
                 ))
                 .await
                 .expect("seed resources");
+            txn.commit().await.expect("commit");
         }
         self.reconcile_directly().await;
         ids
@@ -223,14 +226,7 @@ impl Lab {
         let config = &self.pipeline.config;
         let engine = self.pipeline.engine.as_ref();
         let txn = self.direct.begin().await.expect("begin");
-        txn.execute_raw(Statement::from_sql_and_values(
-            txn.get_database_backend(),
-            "INSERT INTO task_scopes (scope, generation, updated_at) VALUES ($1, 0, $2) \
-             ON CONFLICT (scope) DO UPDATE SET updated_at = excluded.updated_at",
-            vec!["resources".into(), chrono::Utc::now().into()],
-        ))
-        .await
-        .expect("lock the scope");
+        lock_scope(&txn).await;
         let before = self.statements.load(Ordering::Relaxed);
         match phase {
             0 => {
@@ -262,18 +258,20 @@ impl Lab {
     /// Statements of each phase when one leaf's status changes, run
     /// directly (the runner adds a fixed few per stage around them).
     async fn leaf_statements(&self, id: Uuid) -> Vec<u64> {
-        self.direct
-            .execute_raw(Statement::from_sql_and_values(
-                self.direct.get_database_backend(),
-                "UPDATE resources SET attributes = $1, needs_mapping = $2 WHERE id = $3",
-                vec![
-                    attributes([0, 0, 0, 0, 0], 0, 3).into(),
-                    true.into(),
-                    id.into(),
-                ],
-            ))
-            .await
-            .expect("mark a leaf");
+        let txn = self.direct.begin().await.expect("begin");
+        lock_scope(&txn).await;
+        txn.execute_raw(Statement::from_sql_and_values(
+            txn.get_database_backend(),
+            "UPDATE resources SET attributes = $1, needs_mapping = $2 WHERE id = $3",
+            vec![
+                attributes([0, 0, 0, 0, 0], 0, 3).into(),
+                true.into(),
+                id.into(),
+            ],
+        ))
+        .await
+        .expect("mark a leaf");
+        txn.commit().await.expect("commit");
         let mut counts = Vec::new();
         for phase in 0..4 {
             counts.push(self.reconcile_phase(phase).await);
@@ -318,6 +316,20 @@ impl Lab {
         self.db.close().await.ok();
         self.direct.close().await.ok();
     }
+}
+
+/// Holds the `resources` scope's row for the transaction, as a stage's
+/// generation check does, so that writes made directly never overlap a
+/// task's stage (the periodic reconciliation may be running).
+async fn lock_scope(txn: &sea_orm::DatabaseTransaction) {
+    txn.execute_raw(Statement::from_sql_and_values(
+        txn.get_database_backend(),
+        "INSERT INTO task_scopes (scope, generation, updated_at) VALUES ($1, 0, $2) \
+         ON CONFLICT (scope) DO UPDATE SET updated_at = excluded.updated_at",
+        vec!["resources".into(), chrono::Utc::now().into()],
+    ))
+    .await
+    .expect("lock the scope");
 }
 
 /// Waits for the terminal `task.updated` events of `ids`; returns how many
@@ -440,13 +452,7 @@ async fn run(postgres: bool, instances: usize, updates: usize, concurrent: usize
         ))
         .await;
     let txn = lab.direct.begin().await.expect("begin");
-    txn.execute_raw(Statement::from_sql_and_values(
-        txn.get_database_backend(),
-        "UPDATE task_scopes SET updated_at = $1 WHERE scope = $2",
-        vec![chrono::Utc::now().into(), "resources".into()],
-    ))
-    .await
-    .expect("lock the scope");
+    lock_scope(&txn).await;
     let started = Instant::now();
     let deletes_before = lab.node_deletes.load(Ordering::Relaxed);
     reconcile::delete_subtree(&txn, &zone_path)
@@ -458,16 +464,18 @@ async fn run(postgres: bool, instances: usize, updates: usize, concurrent: usize
     println!(
         "{name}: deleting a subtree of {subtree} nodes: {used} DELETE statement(s), {one_statement:.0} ms"
     );
-    lab.db
-        .execute_raw(Statement::from_sql_and_values(
-            lab.db.get_database_backend(),
-            "UPDATE resources SET deleting = $1, needs_mapping = $1 WHERE id IN \
+    let txn = lab.direct.begin().await.expect("begin");
+    lock_scope(&txn).await;
+    txn.execute_raw(Statement::from_sql_and_values(
+        txn.get_database_backend(),
+        "UPDATE resources SET deleting = $1, needs_mapping = $1 WHERE id IN \
              (SELECT rn.resource_id FROM resource_nodes rn JOIN nodes n ON n.id = rn.node_id \
               WHERE n.path = $2)",
-            vec![true.into(), zone_path.clone().into()],
-        ))
-        .await
-        .expect("mark deletes");
+        vec![true.into(), zone_path.clone().into()],
+    ))
+    .await
+    .expect("mark deletes");
+    txn.commit().await.expect("commit");
     let deleting = lab
         .count("SELECT COUNT(*) FROM resources WHERE deleting")
         .await;

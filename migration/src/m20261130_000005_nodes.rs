@@ -52,13 +52,12 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
+        // Partial: only marked resources are in it, so finding them does not
+        // depend on the table's size (queries say `WHERE needs_mapping`).
         manager
-            .create_index(
-                Index::create()
-                    .name("idx_resources_needs_mapping")
-                    .table(Resources::Table)
-                    .col(Resources::NeedsMapping)
-                    .to_owned(),
+            .get_connection()
+            .execute_unprepared(
+                "CREATE INDEX idx_resources_needs_mapping ON resources (id) WHERE needs_mapping",
             )
             .await?;
         manager

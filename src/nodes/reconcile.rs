@@ -4,6 +4,10 @@
 //! this module loads their inputs in bulk and writes their results.
 //!
 //! Work is found in the database, not handed from stage to stage in memory:
+//! Predicates on these marks are written as literals (`WHERE
+//! needs_mapping`), not parameters, so that PostgreSQL's cached generic
+//! plans still use the partial indexes that serve them.
+//!
 //! `resources.needs_mapping` marks resources whose nodes must be
 //! recomputed, `node_dirty` nodes whose properties or aggregated status
 //! must. A task superseded half-way leaves its marks for the newer task,
@@ -234,8 +238,8 @@ async fn dirty_resources(
     let rows = txn
         .query_all_raw(stmt(
             txn,
-            "SELECT id, attributes, deleting FROM resources WHERE needs_mapping = $1",
-            vec![true.into()],
+            "SELECT id, attributes, deleting FROM resources WHERE needs_mapping",
+            vec![],
         ))
         .await?;
     rows.iter()
@@ -270,8 +274,8 @@ async fn current_mapping(txn: &DatabaseTransaction) -> AppResult<Vec<Linked>> {
             txn,
             "SELECT rn.resource_id, rn.leaf, n.id, n.business_key, n.path FROM resource_nodes rn \
              JOIN resources r ON r.id = rn.resource_id JOIN nodes n ON n.id = rn.node_id \
-             WHERE r.needs_mapping = $1",
-            vec![true.into()],
+             WHERE r.needs_mapping",
+            vec![],
         ))
         .await?;
     rows.iter()
@@ -579,20 +583,28 @@ pub async fn sync_topology(
     mark_dirty(txn, &new_nodes, Dirt::Both).await?;
     report.directly_impacted = impacted.len();
 
-    let deleted = txn
-        .execute_raw(stmt(
+    // Exactly the resources this stage read: a mark set since then (there
+    // is none while the scope is held, but the phases do not rely on it)
+    // stays for the next reconciliation.
+    let processed: Vec<Uuid> = dirty.iter().map(|resource| resource.id).collect();
+    for chunk in processed.chunks(CHUNK) {
+        let ids = params(1, chunk.len());
+        let values: Vec<Value> = chunk.iter().map(|&id| Value::from(id)).collect();
+        let deleted = txn
+            .execute_raw(stmt(
+                txn,
+                format!("DELETE FROM resources WHERE deleting AND id IN ({ids})"),
+                values.clone(),
+            ))
+            .await?;
+        report.resources_deleted += deleted.rows_affected() as usize;
+        txn.execute_raw(stmt(
             txn,
-            "DELETE FROM resources WHERE needs_mapping = $1 AND deleting = $1",
-            vec![true.into()],
+            format!("UPDATE resources SET needs_mapping = FALSE WHERE id IN ({ids})"),
+            values,
         ))
         .await?;
-    report.resources_deleted = deleted.rows_affected() as usize;
-    txn.execute_raw(stmt(
-        txn,
-        "UPDATE resources SET needs_mapping = $1 WHERE needs_mapping = $2",
-        vec![false.into(), true.into()],
-    ))
-    .await?;
+    }
     Ok(report)
 }
 
