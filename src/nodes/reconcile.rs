@@ -6,7 +6,10 @@
 //! Work is found in the database, not handed from stage to stage in memory:
 //! Predicates on these marks are written as literals (`WHERE
 //! needs_mapping`), not parameters, so that PostgreSQL's cached generic
-//! plans still use the partial indexes that serve them.
+//! plans still use the partial indexes that serve them; queries driven by
+//! the marks say `marks CROSS JOIN table`, which SQLite takes as the join
+//! order (PostgreSQL plans it as any inner join), so a few marks never
+//! turn into a scan of a large class or of every mapping row.
 //!
 //! `resources.needs_mapping` marks resources whose nodes must be
 //! recomputed, `node_dirty` nodes whose properties or aggregated status
@@ -272,9 +275,9 @@ async fn current_mapping(txn: &DatabaseTransaction) -> AppResult<Vec<Linked>> {
     let rows = txn
         .query_all_raw(stmt(
             txn,
-            "SELECT rn.resource_id, rn.leaf, n.id, n.business_key, n.path FROM resource_nodes rn \
-             JOIN resources r ON r.id = rn.resource_id JOIN nodes n ON n.id = rn.node_id \
-             WHERE r.needs_mapping",
+            "SELECT rn.resource_id, rn.leaf, n.id, n.business_key, n.path FROM resources r \
+             CROSS JOIN resource_nodes rn JOIN nodes n ON n.id = rn.node_id \
+             WHERE rn.resource_id = r.id AND r.needs_mapping",
             vec![],
         ))
         .await?;
@@ -778,7 +781,7 @@ pub async fn update_properties(
     let rows = txn
         .query_all_raw(stmt(
             txn,
-            "SELECT DISTINCT n.class FROM node_dirty d JOIN nodes n ON n.id = d.node_id WHERE d.props = $1",
+            "SELECT DISTINCT n.class FROM node_dirty d CROSS JOIN nodes n WHERE n.id = d.node_id AND d.props = $1",
             vec![true.into()],
         ))
         .await?;
@@ -926,10 +929,14 @@ async fn load_class(
     with_resources: bool,
 ) -> AppResult<Vec<Computed>> {
     let name = config.classes[class].name.clone();
-    let marked = if whole {
-        ""
+    // Marked nodes only: driven from the (small) marks table.
+    let (from, marked) = if whole {
+        ("nodes n", "")
     } else {
-        "JOIN node_dirty d ON d.node_id = n.id AND d.props = $2"
+        (
+            "node_dirty d CROSS JOIN nodes n",
+            "AND n.id = d.node_id AND d.props = $2",
+        )
     };
     let values = |with_flag: bool| -> Vec<Value> {
         if with_flag {
@@ -942,8 +949,8 @@ async fn load_class(
         .query_all_raw(stmt(
             txn,
             format!(
-                "SELECT n.id, n.position_token, n.properties, n.partials FROM nodes n {marked} \
-                 WHERE n.class = $1 ORDER BY n.id"
+                "SELECT n.id, n.position_token, n.properties, n.partials FROM {from} \
+                 WHERE n.class = $1 {marked} ORDER BY n.id"
             ),
             values(!whole),
         ))
@@ -970,9 +977,9 @@ async fn load_class(
         .query_all_raw(stmt(
             txn,
             format!(
-                "SELECT rn.node_id, r.attributes FROM resource_nodes rn \
-                 JOIN resources r ON r.id = rn.resource_id JOIN nodes n ON n.id = rn.node_id {marked} \
-                 WHERE n.class = $1 ORDER BY rn.node_id, r.id"
+                "SELECT rn.node_id, r.attributes FROM {from} \
+                 JOIN resource_nodes rn ON rn.node_id = n.id JOIN resources r ON r.id = rn.resource_id \
+                 WHERE n.class = $1 {marked} ORDER BY rn.node_id, r.id"
             ),
             values(!whole),
         ))
@@ -999,7 +1006,7 @@ async fn update_partials(txn: &DatabaseTransaction, config: &NodeConfig) -> AppR
     let rows = txn
         .query_all_raw(stmt(
             txn,
-            "SELECT n.id, n.depth, n.class FROM node_dirty d JOIN nodes n ON n.id = d.node_id WHERE d.props = $1",
+            "SELECT n.id, n.depth, n.class FROM node_dirty d CROSS JOIN nodes n WHERE n.id = d.node_id AND d.props = $1",
             vec![true.into()],
         ))
         .await?;
@@ -1183,7 +1190,7 @@ pub async fn recompute_aggregated_status(
     let rows = txn
         .query_all_raw(stmt(
             txn,
-            "SELECT n.id, n.path FROM node_dirty d JOIN nodes n ON n.id = d.node_id WHERE d.status = $1",
+            "SELECT n.id, n.path FROM node_dirty d CROSS JOIN nodes n WHERE n.id = d.node_id AND d.status = $1",
             vec![true.into()],
         ))
         .await?;
