@@ -109,7 +109,8 @@ async fn lab(url: &str, dir: &std::path::Path) -> Lab {
     ];
     let config = Cli::try_parse_from(args).expect("bench config").config;
     let db = trellis::db::connect(&config).await.expect("database");
-    let mut direct = sea_orm::Database::connect(url).await.expect("database");
+    // The same settings as the server's pool (SQLite's busy timeout).
+    let mut direct = trellis::db::connect(&config).await.expect("database");
     let statements = Arc::new(AtomicU64::new(0));
     let counter = statements.clone();
     let node_deletes = Arc::new(AtomicU64::new(0));
