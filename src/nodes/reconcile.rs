@@ -4,6 +4,11 @@
 //! this module loads their inputs in bulk and writes their results.
 //!
 //! Work is found in the database, not handed from stage to stage in memory:
+//! `resources.needs_mapping` marks resources whose nodes must be
+//! recomputed, `node_dirty` nodes whose properties or aggregated status
+//! must. A task superseded half-way leaves its marks for the newer task,
+//! which does that work along with its own.
+//!
 //! Predicates on these marks are written as literals (`WHERE
 //! needs_mapping`), not parameters, so that PostgreSQL's cached generic
 //! plans still use the partial indexes that serve them; queries driven by
@@ -11,19 +16,15 @@
 //! order (PostgreSQL plans it as any inner join), so a few marks never
 //! turn into a scan of a large class or of every mapping row.
 //!
-//! `resources.needs_mapping` marks resources whose nodes must be
-//! recomputed, `node_dirty` nodes whose properties or aggregated status
-//! must. A task superseded half-way leaves its marks for the newer task,
-//! which does that work along with its own.
-//!
 //! Statement budget (what the statement-count tests hold us to):
 //! - [`delete_orphans`]: a constant number of loads, plus **one** `DELETE`
 //!   per root orphan, whatever the subtree's size;
 //! - [`sync_topology`]: a constant number per tree level for new nodes,
 //!   plus one per 500 changed mapping rows;
-//! - [`update_properties`]: per impacted class, a constant number of bulk
-//!   loads (nodes, their resources, each dependency class) and one write
-//!   per 500 changed nodes;
+//! - [`update_properties`]: three per tree level for the attribute
+//!   statistics, and per impacted class a constant number of bulk loads
+//!   (its nodes, each dependency class, resources only for an Engine that
+//!   asks) and one write per 500 changed nodes;
 //! - [`recompute_aggregated_status`]: per tree level one aggregate query
 //!   and one write — O(depth), not O(nodes).
 
@@ -33,7 +34,7 @@ use chrono::Utc;
 use entity::task;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseTransaction, EntityTrait, QueryFilter, QueryOrder,
-    Statement, Value,
+    QueryResult, Statement, Value,
 };
 use serde::Serialize;
 use serde_json::{Map, json};
@@ -66,12 +67,72 @@ fn params(start: usize, count: usize) -> String {
         .join(", ")
 }
 
-/// `($s, $s+1), ($s+2, $s+3), …`: `rows` tuples of `width`.
-fn tuples(rows: usize, width: usize) -> String {
+/// `($s, $s+1), ($s+2, $s+3), …`: `rows` tuples of `width`, from `$start`.
+fn tuples(start: usize, rows: usize, width: usize) -> String {
     (0..rows)
-        .map(|row| format!("({})", params(1 + row * width, width)))
+        .map(|row| format!("({})", params(start + row * width, width)))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Runs `sql` once per chunk of `ids`, its `{}` replaced by the chunk's
+/// placeholders (numbered after `leading`, which every run binds first),
+/// and returns every run's rows.
+async fn select_in<T: Into<Value> + Clone>(
+    txn: &DatabaseTransaction,
+    sql: &str,
+    leading: &[Value],
+    ids: &[T],
+) -> AppResult<Vec<QueryResult>> {
+    let mut rows = Vec::new();
+    for chunk in ids.chunks(CHUNK) {
+        let mut values = leading.to_vec();
+        values.extend(chunk.iter().cloned().map(Into::into));
+        let sql = sql.replace("{}", &params(leading.len() + 1, chunk.len()));
+        rows.extend(txn.query_all_raw(stmt(txn, sql, values)).await?);
+    }
+    Ok(rows)
+}
+
+/// `UPDATE nodes SET {set} FROM (VALUES …) AS v WHERE nodes.id = v.column1`
+/// for `rows` (each the node id, then the values `set` reads as
+/// `v.column2`…), after `leading` parameters; one statement per chunk.
+async fn update_nodes(
+    txn: &DatabaseTransaction,
+    set: &str,
+    leading: &[Value],
+    rows: Vec<Vec<Value>>,
+) -> AppResult<()> {
+    let Some(width) = rows.first().map(Vec::len) else {
+        return Ok(());
+    };
+    for chunk in rows.chunks(CHUNK) {
+        let mut values = leading.to_vec();
+        values.extend(chunk.iter().flatten().cloned());
+        let sql = format!(
+            "UPDATE nodes SET {set} FROM (VALUES {}) AS v WHERE nodes.id = v.column1",
+            tuples(leading.len() + 1, chunk.len(), width)
+        );
+        txn.execute_raw(stmt(txn, sql, values)).await?;
+    }
+    Ok(())
+}
+
+/// Clears one kind of mark (`props` or `status`) and drops rows left with none.
+async fn clear_marks(txn: &DatabaseTransaction, column: &str) -> AppResult<()> {
+    txn.execute_raw(stmt(
+        txn,
+        format!("UPDATE node_dirty SET {column} = $1 WHERE {column} = $2"),
+        vec![false.into(), true.into()],
+    ))
+    .await?;
+    txn.execute_raw(stmt(
+        txn,
+        "DELETE FROM node_dirty WHERE props = $1 AND status = $1",
+        vec![false.into()],
+    ))
+    .await?;
+    Ok(())
 }
 
 // ---------------------------------------------------------------- Mutation
@@ -370,7 +431,7 @@ pub async fn delete_orphans(
             txn,
             format!(
                 "INSERT INTO node_dirty_classes (class) VALUES {} ON CONFLICT DO NOTHING",
-                tuples(lost_classes.len(), 1)
+                tuples(1, lost_classes.len(), 1)
             ),
             lost_classes.into_iter().map(Value::from).collect(),
         ))
@@ -392,22 +453,17 @@ async fn linked_counts(
     txn: &DatabaseTransaction,
     nodes: Vec<i64>,
 ) -> AppResult<HashMap<i64, usize>> {
+    let rows = select_in(
+        txn,
+        "SELECT node_id, COUNT(*) AS n FROM resource_nodes WHERE node_id IN ({}) GROUP BY node_id",
+        &[],
+        &nodes,
+    )
+    .await?;
     let mut counts = HashMap::new();
-    for chunk in nodes.chunks(CHUNK) {
-        let rows = txn
-            .query_all_raw(stmt(
-                txn,
-                format!(
-                    "SELECT node_id, COUNT(*) AS n FROM resource_nodes WHERE node_id IN ({}) GROUP BY node_id",
-                    params(1, chunk.len())
-                ),
-                chunk.iter().map(|&id| id.into()).collect(),
-            ))
-            .await?;
-        for row in rows {
-            let n: i64 = row.try_get("", "n")?;
-            counts.insert(row.try_get::<i64>("", "node_id")?, n as usize);
-        }
+    for row in rows {
+        let n: i64 = row.try_get("", "n")?;
+        counts.insert(row.try_get::<i64>("", "node_id")?, n as usize);
     }
     Ok(counts)
 }
@@ -590,24 +646,21 @@ pub async fn sync_topology(
     // is none while the scope is held, but the phases do not rely on it)
     // stays for the next reconciliation.
     let processed: Vec<Uuid> = dirty.iter().map(|resource| resource.id).collect();
-    for chunk in processed.chunks(CHUNK) {
-        let ids = params(1, chunk.len());
-        let values: Vec<Value> = chunk.iter().map(|&id| Value::from(id)).collect();
-        let deleted = txn
-            .execute_raw(stmt(
-                txn,
-                format!("DELETE FROM resources WHERE deleting AND id IN ({ids})"),
-                values.clone(),
-            ))
-            .await?;
-        report.resources_deleted += deleted.rows_affected() as usize;
-        txn.execute_raw(stmt(
-            txn,
-            format!("UPDATE resources SET needs_mapping = FALSE WHERE id IN ({ids})"),
-            values,
-        ))
-        .await?;
-    }
+    let deleted = select_in(
+        txn,
+        "DELETE FROM resources WHERE deleting AND id IN ({}) RETURNING id",
+        &[],
+        &processed,
+    )
+    .await?;
+    report.resources_deleted = deleted.len();
+    select_in(
+        txn,
+        "UPDATE resources SET needs_mapping = FALSE WHERE id IN ({}) RETURNING id",
+        &[],
+        &processed,
+    )
+    .await?;
     Ok(report)
 }
 
@@ -632,7 +685,7 @@ async fn write_pairs(
         }
         txn.execute_raw(stmt(
             txn,
-            sql.replace("{}", &tuples(chunk.len(), width)),
+            sql.replace("{}", &tuples(1, chunk.len(), width)),
             values,
         ))
         .await?;
@@ -645,24 +698,19 @@ async fn nodes_by_key(
     txn: &DatabaseTransaction,
     keys: Vec<&str>,
 ) -> AppResult<HashMap<String, (i64, String)>> {
+    let rows = select_in(
+        txn,
+        "SELECT id, business_key, path FROM nodes WHERE business_key IN ({})",
+        &[],
+        &keys,
+    )
+    .await?;
     let mut found = HashMap::new();
-    for chunk in keys.chunks(CHUNK) {
-        let rows = txn
-            .query_all_raw(stmt(
-                txn,
-                format!(
-                    "SELECT id, business_key, path FROM nodes WHERE business_key IN ({})",
-                    params(1, chunk.len())
-                ),
-                chunk.iter().map(|key| Value::from(*key)).collect(),
-            ))
-            .await?;
-        for row in rows {
-            found.insert(
-                row.try_get("", "business_key")?,
-                (row.try_get("", "id")?, row.try_get("", "path")?),
-            );
-        }
+    for row in rows {
+        found.insert(
+            row.try_get("", "business_key")?,
+            (row.try_get("", "id")?, row.try_get("", "path")?),
+        );
     }
     Ok(found)
 }
@@ -708,7 +756,7 @@ async fn insert_level(
                     "INSERT INTO nodes (class, business_key, parent_id, path, depth, position_token, \
                      properties, partials, aggregated_status, created_at, updated_at) VALUES {} \
                      ON CONFLICT (business_key) DO NOTHING RETURNING id, business_key",
-                    tuples(chunk.len(), WIDTH)
+                    tuples(1, chunk.len(), WIDTH)
                 ),
                 values,
             ))
@@ -726,20 +774,16 @@ async fn insert_level(
             paths.push((id, path.clone()));
             inserted.push((key, (id, path)));
         }
-        if !paths.is_empty() {
-            txn.execute_raw(stmt(
-                txn,
-                format!(
-                    "UPDATE nodes SET path = v.column2 FROM (VALUES {}) AS v WHERE nodes.id = v.column1",
-                    tuples(paths.len(), 2)
-                ),
-                paths
-                    .into_iter()
-                    .flat_map(|(id, path)| [Value::from(id), Value::from(path)])
-                    .collect(),
-            ))
-            .await?;
-        }
+        update_nodes(
+            txn,
+            "path = v.column2",
+            &[],
+            paths
+                .into_iter()
+                .map(|(id, path)| vec![Value::from(id), Value::from(path)])
+                .collect(),
+        )
+        .await?;
     }
     Ok(inserted)
 }
@@ -903,18 +947,7 @@ pub async fn update_properties(
     mark_dirty(txn, &props_changed, Dirt::Status).await?;
     txn.execute_raw(stmt(txn, "DELETE FROM node_dirty_classes", vec![]))
         .await?;
-    txn.execute_raw(stmt(
-        txn,
-        "UPDATE node_dirty SET props = $1 WHERE props = $2",
-        vec![false.into(), true.into()],
-    ))
-    .await?;
-    txn.execute_raw(stmt(
-        txn,
-        "DELETE FROM node_dirty WHERE props = $1 AND status = $1",
-        vec![false.into()],
-    ))
-    .await?;
+    clear_marks(txn, "props").await?;
     Ok(report)
 }
 
@@ -1028,80 +1061,65 @@ async fn update_partials(txn: &DatabaseTransaction, config: &NodeConfig) -> AppR
                 .filter(|(_, b)| *b == branching)
                 .map(|(id, _)| *id)
                 .collect();
-            for chunk in ids.chunks(CHUNK) {
-                let filter = if leaf_only {
-                    "rn.leaf = $1 AND"
-                } else {
-                    "$1 = $1 AND"
-                };
-                let mut values: Vec<Value> = vec![true.into()];
-                values.extend(chunk.iter().map(|&id| Value::from(id)));
-                let rows = txn
-                    .query_all_raw(stmt(
-                        txn,
-                        format!(
-                            "SELECT rn.node_id, r.attributes FROM resource_nodes rn \
-                             JOIN resources r ON r.id = rn.resource_id \
-                             WHERE {filter} rn.node_id IN ({})",
-                            params(2, chunk.len())
-                        ),
-                        values,
-                    ))
-                    .await?;
-                let mut own: HashMap<i64, Vec<serde_json::Value>> = HashMap::new();
-                for row in rows {
-                    own.entry(row.try_get("", "node_id")?)
-                        .or_default()
-                        .push(row.try_get("", "attributes")?);
-                }
-                for id in chunk {
-                    let attributes = own.remove(id).unwrap_or_default();
-                    partials.insert(
-                        *id,
-                        Partials::of_resources(&config.attribute_paths, &attributes),
-                    );
-                }
-                if branching {
-                    continue;
-                }
-                let rows = txn
-                    .query_all_raw(stmt(
-                        txn,
-                        format!(
-                            "SELECT parent_id, partials FROM nodes WHERE parent_id IN ({})",
-                            params(1, chunk.len())
-                        ),
-                        chunk.iter().map(|&id| Value::from(id)).collect(),
-                    ))
-                    .await?;
-                for row in rows {
-                    let parent: i64 = row.try_get("", "parent_id")?;
-                    let child = Partials::from_value(&row.try_get("", "partials")?);
-                    if let Some(partial) = partials.get_mut(&parent) {
-                        partial.combine(&child);
-                    }
+            // A chain class's own statistics come from its leaf resources
+            // (its children bring the rest); a branching class's from all.
+            let (filter, leading): (&str, &[Value]) = if leaf_only {
+                ("rn.leaf = $1 AND", &[Value::Bool(Some(true))])
+            } else {
+                ("", &[])
+            };
+            let rows = select_in(
+                txn,
+                &format!(
+                    "SELECT rn.node_id, r.attributes FROM resource_nodes rn \
+                     JOIN resources r ON r.id = rn.resource_id WHERE {filter} rn.node_id IN ({{}})"
+                ),
+                leading,
+                &ids,
+            )
+            .await?;
+            let mut own: HashMap<i64, Vec<serde_json::Value>> = HashMap::new();
+            for row in rows {
+                own.entry(row.try_get("", "node_id")?)
+                    .or_default()
+                    .push(row.try_get("", "attributes")?);
+            }
+            for id in &ids {
+                let attributes = own.remove(id).unwrap_or_default();
+                partials.insert(
+                    *id,
+                    Partials::of_resources(&config.attribute_paths, &attributes),
+                );
+            }
+            if branching {
+                continue;
+            }
+            let rows = select_in(
+                txn,
+                "SELECT parent_id, partials FROM nodes WHERE parent_id IN ({})",
+                &[],
+                &ids,
+            )
+            .await?;
+            for row in rows {
+                let parent: i64 = row.try_get("", "parent_id")?;
+                let child = Partials::from_value(&row.try_get("", "partials")?);
+                if let Some(partial) = partials.get_mut(&parent) {
+                    partial.combine(&child);
                 }
             }
         }
-        let writes: Vec<(i64, serde_json::Value)> = partials
-            .into_iter()
-            .map(|(id, partial)| (id, partial.to_value()))
-            .collect();
-        updated += writes.len();
-        for chunk in writes.chunks(CHUNK) {
-            txn.execute_raw(stmt(
-                txn,
-                format!(
-                    "UPDATE nodes SET partials = v.column2 FROM (VALUES {}) AS v WHERE nodes.id = v.column1",
-                    tuples(chunk.len(), 2)
-                ),
-                chunk
-                    .iter()
-                    .flat_map(|(id, partial)| [Value::from(*id), Value::from(partial.clone())])
-                    .collect(),
-            ))
-            .await?;
-        }
+        updated += partials.len();
+        update_nodes(
+            txn,
+            "partials = v.column2",
+            &[],
+            partials
+                .into_iter()
+                .map(|(id, partial)| vec![Value::from(id), Value::from(partial.to_value())])
+                .collect(),
+        )
+        .await?;
     }
     Ok(updated)
 }
@@ -1130,31 +1148,22 @@ async fn write_properties(
     txn: &DatabaseTransaction,
     writes: Vec<(i64, serde_json::Value, i32)>,
 ) -> AppResult<()> {
-    let now = Utc::now();
-    for chunk in writes.chunks(CHUNK) {
-        let mut values: Vec<Value> = vec![now.into()];
-        for (id, properties, status) in chunk {
-            values.extend([
-                Value::from(*id),
-                Value::from(properties.clone()),
-                Value::from(*status),
-            ]);
-        }
-        let rows: Vec<String> = (0..chunk.len())
-            .map(|row| format!("({})", params(2 + row * 3, 3)))
-            .collect();
-        txn.execute_raw(stmt(
-            txn,
-            format!(
-                "UPDATE nodes SET properties = v.column2, status = v.column3, updated_at = $1 \
-                 FROM (VALUES {}) AS v WHERE nodes.id = v.column1",
-                rows.join(", ")
-            ),
-            values,
-        ))
-        .await?;
-    }
-    Ok(())
+    update_nodes(
+        txn,
+        "properties = v.column2, status = v.column3, updated_at = $1",
+        &[Utc::now().into()],
+        writes
+            .into_iter()
+            .map(|(id, properties, status)| {
+                vec![
+                    Value::from(id),
+                    Value::from(properties),
+                    Value::from(status),
+                ]
+            })
+            .collect(),
+    )
+    .await
 }
 
 // ------------------------------------------------ Aggregated status (7)
@@ -1208,30 +1217,25 @@ pub async fn recompute_aggregated_status(
         .collect();
     report.status_area = area_ids.len();
     report.levels = levels.len();
-    let mut area: HashMap<i64, AreaNode> = HashMap::with_capacity(area_ids.len());
-    for chunk in area_ids.chunks(CHUNK) {
-        let rows = txn
-            .query_all_raw(stmt(
-                txn,
-                format!(
-                    "SELECT id, class, path, status, aggregated_status, properties FROM nodes WHERE id IN ({})",
-                    params(1, chunk.len())
-                ),
-                chunk.iter().map(|&id| id.into()).collect(),
-            ))
-            .await?;
-        for row in rows {
-            area.insert(
-                row.try_get("", "id")?,
-                AreaNode {
-                    class: row.try_get("", "class")?,
-                    path: row.try_get("", "path")?,
-                    status: row.try_get("", "status")?,
-                    aggregated: row.try_get("", "aggregated_status")?,
-                    properties: row.try_get("", "properties")?,
-                },
-            );
-        }
+    let rows = select_in(
+        txn,
+        "SELECT id, class, path, status, aggregated_status, properties FROM nodes WHERE id IN ({})",
+        &[],
+        &area_ids,
+    )
+    .await?;
+    let mut area: HashMap<i64, AreaNode> = HashMap::with_capacity(rows.len());
+    for row in rows {
+        area.insert(
+            row.try_get("", "id")?,
+            AreaNode {
+                class: row.try_get("", "class")?,
+                path: row.try_get("", "path")?,
+                status: row.try_get("", "status")?,
+                aggregated: row.try_get("", "aggregated_status")?,
+                properties: row.try_get("", "properties")?,
+            },
+        );
     }
     let mut events = Vec::new();
     for (_, ids) in &levels {
@@ -1241,21 +1245,16 @@ pub async fn recompute_aggregated_status(
             .filter(|id| area.contains_key(id))
             .collect();
         let mut children_max: HashMap<i64, i32> = HashMap::new();
-        for chunk in ids.chunks(CHUNK) {
-            let rows = txn
-                .query_all_raw(stmt(
-                    txn,
-                    format!(
-                        "SELECT parent_id, MAX(aggregated_status) AS agg FROM nodes \
-                         WHERE parent_id IN ({}) GROUP BY parent_id",
-                        params(1, chunk.len())
-                    ),
-                    chunk.iter().map(|&id| id.into()).collect(),
-                ))
-                .await?;
-            for row in rows {
-                children_max.insert(row.try_get("", "parent_id")?, row.try_get("", "agg")?);
-            }
+        let rows = select_in(
+            txn,
+            "SELECT parent_id, MAX(aggregated_status) AS agg FROM nodes \
+             WHERE parent_id IN ({}) GROUP BY parent_id",
+            &[],
+            &ids,
+        )
+        .await?;
+        for row in rows {
+            children_max.insert(row.try_get("", "parent_id")?, row.try_get("", "agg")?);
         }
         let mut writes: Vec<(i64, i32)> = Vec::new();
         for id in ids {
@@ -1292,41 +1291,18 @@ pub async fn recompute_aggregated_status(
             }
         }
         report.changed += writes.len();
-        let now = Utc::now();
-        for chunk in writes.chunks(CHUNK) {
-            let mut values: Vec<Value> = vec![now.into()];
-            values.extend(
-                chunk
-                    .iter()
-                    .flat_map(|(id, aggregated)| [Value::from(*id), Value::from(*aggregated)]),
-            );
-            let rows: Vec<String> = (0..chunk.len())
-                .map(|row| format!("({})", params(2 + row * 2, 2)))
-                .collect();
-            txn.execute_raw(stmt(
-                txn,
-                format!(
-                    "UPDATE nodes SET aggregated_status = v.column2, updated_at = $1 \
-                     FROM (VALUES {}) AS v WHERE nodes.id = v.column1",
-                    rows.join(", ")
-                ),
-                values,
-            ))
-            .await?;
-        }
+        update_nodes(
+            txn,
+            "aggregated_status = v.column2, updated_at = $1",
+            &[Utc::now().into()],
+            writes
+                .into_iter()
+                .map(|(id, aggregated)| vec![Value::from(id), Value::from(aggregated)])
+                .collect(),
+        )
+        .await?;
     }
     outbox::emit(txn, events).await?;
-    txn.execute_raw(stmt(
-        txn,
-        "UPDATE node_dirty SET status = $1 WHERE status = $2",
-        vec![false.into(), true.into()],
-    ))
-    .await?;
-    txn.execute_raw(stmt(
-        txn,
-        "DELETE FROM node_dirty WHERE props = $1 AND status = $1",
-        vec![false.into()],
-    ))
-    .await?;
+    clear_marks(txn, "status").await?;
     Ok(report)
 }
