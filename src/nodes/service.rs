@@ -76,6 +76,14 @@ impl NodesService {
         if targets.is_empty() {
             return Ok(());
         }
+        // A create not applied yet (its generation is past the applied
+        // one) is on its way; an applied one whose row is missing was
+        // deleted. Read before the rows: a create applied in between is
+        // then found among them.
+        let applied: i64 = node_tree::Entity::find_by_id(1)
+            .one(&self.db)
+            .await?
+            .map_or(0, |tree| tree.applied_generation);
         let existing: BTreeSet<Uuid> = resource::Entity::find()
             .select_only()
             .column(resource::Column::Id)
@@ -94,12 +102,6 @@ impl NodesService {
         if missing.is_empty() {
             return Ok(());
         }
-        // A create not applied yet (its generation is past the applied
-        // one) is on its way; an applied one whose row is missing was deleted.
-        let applied: i64 = node_tree::Entity::find_by_id(1)
-            .one(&self.db)
-            .await?
-            .map_or(0, |tree| tree.applied_generation);
         let on_its_way: BTreeSet<Uuid> = task::Entity::find()
             .select_only()
             .column(task::Column::Id)
