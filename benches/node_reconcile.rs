@@ -229,28 +229,10 @@ impl Lab {
         let txn = self.direct.begin().await.expect("begin");
         lock_scope(&txn).await;
         let before = self.statements.load(Ordering::Relaxed);
-        match phase {
-            0 => {
-                reconcile::delete_orphans(&txn, config)
-                    .await
-                    .expect("orphans");
-            }
-            1 => {
-                reconcile::sync_topology(&txn, config)
-                    .await
-                    .expect("topology");
-            }
-            2 => {
-                reconcile::update_properties(&txn, config, engine)
-                    .await
-                    .expect("properties");
-            }
-            _ => {
-                reconcile::recompute_aggregated_status(&txn, config, engine)
-                    .await
-                    .expect("status");
-            }
-        }
+        reconcile::Phase::ALL[phase]
+            .run(&txn, config, engine)
+            .await
+            .expect("phase");
         let statements = self.statements.load(Ordering::Relaxed) - before;
         txn.commit().await.expect("commit");
         statements

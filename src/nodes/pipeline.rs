@@ -24,7 +24,7 @@ use super::{
     config::NodeConfig,
     engine::Engine,
     ops::{self, Operation},
-    reconcile,
+    reconcile::{self, Phase},
 };
 use crate::jobs::{
     handler::{Registry, StageError, StageRun, TaskHandler},
@@ -116,16 +116,25 @@ impl TaskHandler for ResourceTask {
                     StageError::Fail("a resource task needs a scope generation".into())
                 })?;
                 let txn = run.txn().await?;
-                to_value(reconcile::apply_mutations(txn, generation).await?)
+                serde_json::to_value(reconcile::apply_mutations(txn, generation).await?)
+                    .unwrap_or(Value::Null)
             }
-            "mapping" => to_value(reconcile::delete_orphans(run.txn().await?, config).await?),
-            "topology_sync" => to_value(reconcile::sync_topology(run.txn().await?, config).await?),
+            "mapping" => Phase::Orphans.run(run.txn().await?, config, engine).await?,
+            "topology_sync" => {
+                Phase::Topology
+                    .run(run.txn().await?, config, engine)
+                    .await?
+            }
             "properties" => {
-                to_value(reconcile::update_properties(run.txn().await?, config, engine).await?)
+                Phase::Properties
+                    .run(run.txn().await?, config, engine)
+                    .await?
             }
-            "aggregated_status" => to_value(
-                reconcile::recompute_aggregated_status(run.txn().await?, config, engine).await?,
-            ),
+            "aggregated_status" => {
+                Phase::AggregatedStatus
+                    .run(run.txn().await?, config, engine)
+                    .await?
+            }
             "finalizer" => {
                 let progress = stored_progress(run);
                 run.result = Some(json!({
@@ -143,10 +152,6 @@ impl TaskHandler for ResourceTask {
         run.progress = Some(progress);
         Ok(())
     }
-}
-
-fn to_value(report: impl serde::Serialize) -> Value {
-    serde_json::to_value(report).unwrap_or(Value::Null)
 }
 
 /// The per-stage reports committed so far.

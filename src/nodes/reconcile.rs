@@ -135,6 +135,49 @@ async fn clear_marks(txn: &DatabaseTransaction, column: &str) -> AppResult<()> {
     Ok(())
 }
 
+/// The phases that reconcile the tree after the mutations, in order, as the
+/// pipeline's stages run them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Phase 1: [`delete_orphans`] (stage `mapping`).
+    Orphans,
+    /// Phases 2–4: [`sync_topology`] (stage `topology_sync`).
+    Topology,
+    /// Phases 5–6: [`update_properties`] (stage `properties`).
+    Properties,
+    /// Phase 7: [`recompute_aggregated_status`] (stage `aggregated_status`).
+    AggregatedStatus,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 4] = [
+        Phase::Orphans,
+        Phase::Topology,
+        Phase::Properties,
+        Phase::AggregatedStatus,
+    ];
+
+    /// Runs the phase in `txn`; its report as JSON.
+    pub async fn run(
+        self,
+        txn: &DatabaseTransaction,
+        config: &NodeConfig,
+        engine: &dyn Engine,
+    ) -> AppResult<serde_json::Value> {
+        fn report(report: impl Serialize) -> serde_json::Value {
+            serde_json::to_value(report).unwrap_or(serde_json::Value::Null)
+        }
+        Ok(match self {
+            Phase::Orphans => report(delete_orphans(txn, config).await?),
+            Phase::Topology => report(sync_topology(txn, config).await?),
+            Phase::Properties => report(update_properties(txn, config, engine).await?),
+            Phase::AggregatedStatus => {
+                report(recompute_aggregated_status(txn, config, engine).await?)
+            }
+        })
+    }
+}
+
 // ---------------------------------------------------------------- Mutation
 
 /// What the mutation stage applied.

@@ -32,7 +32,7 @@ struct Lab {
     _dir: tempfile::TempDir,
 }
 
-const PHASES: usize = 4;
+const PHASES: usize = reconcile::Phase::ALL.len();
 
 impl Lab {
     async fn new(backend: Backend, config: &str) -> Lab {
@@ -98,25 +98,10 @@ impl Lab {
     async fn phase(&self, phase: usize, crash: bool) -> Vec<String> {
         let txn = self.db.begin().await.unwrap();
         *self.log.lock().unwrap() = Some(Vec::new());
-        let engine = RuleEngine;
-        match phase {
-            0 => {
-                reconcile::delete_orphans(&txn, &self.config).await.unwrap();
-            }
-            1 => {
-                reconcile::sync_topology(&txn, &self.config).await.unwrap();
-            }
-            2 => {
-                reconcile::update_properties(&txn, &self.config, &engine)
-                    .await
-                    .unwrap();
-            }
-            _ => {
-                reconcile::recompute_aggregated_status(&txn, &self.config, &engine)
-                    .await
-                    .unwrap();
-            }
-        }
+        reconcile::Phase::ALL[phase]
+            .run(&txn, &self.config, &RuleEngine)
+            .await
+            .unwrap();
         let statements = self.log.lock().unwrap().take().unwrap_or_default();
         if crash {
             txn.rollback().await.unwrap();
