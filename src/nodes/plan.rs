@@ -171,6 +171,26 @@ pub fn status_area_levels<'p>(
     levels.into_iter().rev().collect()
 }
 
+/// Below this many changed rows a reconciliation never refreshes planner
+/// statistics (nor asks whether to).
+pub const STATISTICS_MIN_CHANGE: usize = 500;
+
+/// Whether a reconciliation that changed `changed` rows of the tree should
+/// refresh PostgreSQL's planner statistics, given the row count they hold
+/// now (`None`: never gathered). The rule is autovacuum's analyze rule
+/// (50 rows plus 10% of the table), so a bulk import or a large delete is
+/// not left planned as if the tables were their old size until autovacuum
+/// comes round, or forever where it is off.
+pub fn statistics_stale(changed: usize, estimated_rows: Option<f64>) -> bool {
+    if changed < STATISTICS_MIN_CHANGE {
+        return false;
+    }
+    match estimated_rows {
+        None => true,
+        Some(rows) => changed as f64 > 50.0 + 0.1 * rows.max(0.0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -322,6 +342,19 @@ mod tests {
                 (0, BTreeSet::from([1]))
             ]
         );
+    }
+
+    #[test]
+    fn statistics_are_refreshed_after_a_large_change_only() {
+        // Small changes never ask.
+        assert!(!statistics_stale(STATISTICS_MIN_CHANGE - 1, None));
+        // Never gathered: a bulk import refreshes them.
+        assert!(statistics_stale(99_132, None));
+        // 10% of the table, plus 50.
+        assert!(!statistics_stale(10_000, Some(99_500.0)));
+        assert!(statistics_stale(10_001, Some(99_500.0)));
+        // Gathered when the tables were empty.
+        assert!(statistics_stale(600, Some(0.0)));
     }
 
     proptest! {

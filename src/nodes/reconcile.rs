@@ -33,8 +33,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use chrono::Utc;
 use entity::task;
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseTransaction, EntityTrait, QueryFilter, QueryOrder,
-    QueryResult, Statement, Value,
+    ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, EntityTrait, QueryFilter,
+    QueryOrder, QueryResult, Statement, Value,
 };
 use serde::Serialize;
 use serde_json::{Map, json};
@@ -118,19 +118,73 @@ async fn update_nodes(
     Ok(())
 }
 
-/// Clears one kind of mark (`props` or `status`) and drops rows left with none.
-async fn clear_marks(txn: &DatabaseTransaction, column: &str) -> AppResult<()> {
-    txn.execute_raw(stmt(
+/// One kind of mark in `node_dirty`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mark {
+    /// The node's attribute statistics and properties are owed.
+    Props,
+    /// The node's aggregated status is owed.
+    Status,
+}
+
+impl Mark {
+    fn column(self) -> &'static str {
+        match self {
+            Mark::Props => "props",
+            Mark::Status => "status",
+        }
+    }
+
+    fn other(self) -> Mark {
+        match self {
+            Mark::Props => Mark::Status,
+            Mark::Status => Mark::Props,
+        }
+    }
+}
+
+/// The nodes carrying `mark`, in id order, read from the marks table
+/// alone. The statements that follow go by primary key, so their plans do
+/// not hang on what the planner believes about the marks table (whose
+/// statistics a bulk import leaves far from the few rows it holds).
+async fn marked(txn: &DatabaseTransaction, mark: Mark) -> AppResult<Vec<i64>> {
+    let rows = txn
+        .query_all_raw(stmt(
+            txn,
+            format!(
+                "SELECT node_id FROM node_dirty WHERE {} = $1 ORDER BY node_id",
+                mark.column()
+            ),
+            vec![true.into()],
+        ))
+        .await?;
+    rows.iter()
+        .map(|row| Ok(row.try_get::<i64>("", "node_id")?))
+        .collect()
+}
+
+/// Clears `mark` from `nodes` (those the phase read), by primary key: rows
+/// left with no mark go, the others keep their other mark.
+async fn clear_marks(txn: &DatabaseTransaction, mark: Mark, nodes: &[i64]) -> AppResult<()> {
+    select_in(
         txn,
-        format!("UPDATE node_dirty SET {column} = $1 WHERE {column} = $2"),
-        vec![false.into(), true.into()],
-    ))
+        &format!(
+            "DELETE FROM node_dirty WHERE {} = $1 AND node_id IN ({{}})",
+            mark.other().column()
+        ),
+        &[false.into()],
+        nodes,
+    )
     .await?;
-    txn.execute_raw(stmt(
+    select_in(
         txn,
-        "DELETE FROM node_dirty WHERE props = $1 AND status = $1",
-        vec![false.into()],
-    ))
+        &format!(
+            "UPDATE node_dirty SET {} = $1 WHERE node_id IN ({{}})",
+            mark.column()
+        ),
+        &[false.into()],
+        nodes,
+    )
     .await?;
     Ok(())
 }
@@ -375,16 +429,15 @@ struct Linked {
     leaf: bool,
 }
 
-async fn current_mapping(txn: &DatabaseTransaction) -> AppResult<Vec<Linked>> {
-    let rows = txn
-        .query_all_raw(stmt(
-            txn,
-            "SELECT rn.resource_id, rn.leaf, n.id, n.business_key, n.path FROM resources r \
-             CROSS JOIN resource_nodes rn JOIN nodes n ON n.id = rn.node_id \
-             WHERE rn.resource_id = r.id AND r.needs_mapping",
-            vec![],
-        ))
-        .await?;
+async fn current_mapping(txn: &DatabaseTransaction, resources: &[Uuid]) -> AppResult<Vec<Linked>> {
+    let rows = select_in(
+        txn,
+        "SELECT rn.resource_id, rn.leaf, n.id, n.business_key, n.path FROM resource_nodes rn \
+         JOIN nodes n ON n.id = rn.node_id WHERE rn.resource_id IN ({})",
+        &[],
+        resources,
+    )
+    .await?;
     rows.iter()
         .map(|row| {
             Ok(Linked {
@@ -436,7 +489,8 @@ pub async fn delete_orphans(
         .map(|key| (*key).to_owned())
         .collect();
     let mut leaving: BTreeMap<i64, (String, String, usize)> = BTreeMap::new();
-    for link in current_mapping(txn).await? {
+    let ids: Vec<Uuid> = dirty.iter().map(|resource| resource.id).collect();
+    for link in current_mapping(txn, &ids).await? {
         let stays = new_keys
             .get(&link.resource)
             .is_some_and(|keys| keys.contains(link.business_key.as_str()));
@@ -484,7 +538,7 @@ pub async fn delete_orphans(
         .iter()
         .filter_map(|root| plan::ancestors(root).last().copied())
         .collect();
-    mark_dirty(txn, &parents, Dirt::Status).await?;
+    mark_dirty(txn, &parents, &[Mark::Status]).await?;
     Ok(OrphanReport {
         orphans: orphans.len(),
         deleted_subtrees: roots.len(),
@@ -528,27 +582,21 @@ pub async fn delete_subtree(txn: &DatabaseTransaction, path: &str) -> AppResult<
         .collect()
 }
 
-#[derive(Clone, Copy)]
-enum Dirt {
-    Props,
-    Status,
-    Both,
-}
-
-/// Marks existing nodes as owing a recomputation.
-async fn mark_dirty(txn: &DatabaseTransaction, nodes: &[i64], dirt: Dirt) -> AppResult<()> {
-    let (props, status) = match dirt {
-        Dirt::Props => (true, false),
-        Dirt::Status => (false, true),
-        Dirt::Both => (true, true),
-    };
-    let set = match dirt {
-        Dirt::Props => "props = $1",
-        Dirt::Status => "status = $2",
-        Dirt::Both => "props = $1, status = $2",
-    };
+/// Marks existing nodes as owing the recomputations `marks` name.
+async fn mark_dirty(txn: &DatabaseTransaction, nodes: &[i64], marks: &[Mark]) -> AppResult<()> {
+    let set = marks
+        .iter()
+        .map(|mark| match mark {
+            Mark::Props => "props = $1",
+            Mark::Status => "status = $2",
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
     for chunk in nodes.chunks(CHUNK) {
-        let mut values: Vec<Value> = vec![props.into(), status.into()];
+        let mut values: Vec<Value> = vec![
+            marks.contains(&Mark::Props).into(),
+            marks.contains(&Mark::Status).into(),
+        ];
         values.extend(chunk.iter().map(|&id| Value::from(id)));
         txn.execute_raw(stmt(
             txn,
@@ -574,6 +622,8 @@ pub struct TopologyReport {
     pub links_added: usize,
     pub directly_impacted: usize,
     pub resources_deleted: usize,
+    /// Planner statistics were refreshed after a large change.
+    pub statistics_refreshed: bool,
 }
 
 /// Phases 2–4: inserts the nodes the dirty resources map to that do not
@@ -615,7 +665,11 @@ pub async fn sync_topology(
     report.new_nodes = new_nodes.len();
 
     // Phase 3: the mapping, by delta (and the leaf flag where it changed).
-    let old: BTreeMap<(Uuid, i64), bool> = current_mapping(txn)
+    // Exactly the resources this stage read: a mark set since then (there
+    // is none while the scope is held, but the phases do not rely on it)
+    // stays for the next reconciliation.
+    let processed: Vec<Uuid> = dirty.iter().map(|resource| resource.id).collect();
+    let old: BTreeMap<(Uuid, i64), bool> = current_mapping(txn, &processed)
         .await?
         .into_iter()
         .map(|link| ((link.resource, link.node), link.leaf))
@@ -681,14 +735,10 @@ pub async fn sync_topology(
         .map(|(_, node)| *node)
         .collect();
     let impacted: Vec<i64> = impacted.into_iter().collect();
-    mark_dirty(txn, &impacted, Dirt::Props).await?;
-    mark_dirty(txn, &new_nodes, Dirt::Both).await?;
+    mark_dirty(txn, &impacted, &[Mark::Props]).await?;
+    mark_dirty(txn, &new_nodes, &[Mark::Props, Mark::Status]).await?;
     report.directly_impacted = impacted.len();
 
-    // Exactly the resources this stage read: a mark set since then (there
-    // is none while the scope is held, but the phases do not rely on it)
-    // stays for the next reconciliation.
-    let processed: Vec<Uuid> = dirty.iter().map(|resource| resource.id).collect();
     let deleted = select_in(
         txn,
         "DELETE FROM resources WHERE deleting AND id IN ({}) RETURNING id",
@@ -704,7 +754,43 @@ pub async fn sync_topology(
         &processed,
     )
     .await?;
+    let changed = report.new_nodes + report.links_added + report.links_removed + processed.len();
+    report.statistics_refreshed = refresh_statistics(txn, changed).await?;
     Ok(report)
+}
+
+/// Refreshes PostgreSQL's planner statistics of the tree's tables after a
+/// change large enough to leave them stale ([`plan::statistics_stale`]), so
+/// that the leaf updates after a bulk import are planned for the tree as it
+/// is (index lookups), not as it was (empty). `ANALYZE` runs in the stage's
+/// transaction, sees its rows, and blocks no reader or writer. SQLite's
+/// planner does not need it: the queries name their join order.
+async fn refresh_statistics(txn: &DatabaseTransaction, changed: usize) -> AppResult<bool> {
+    if txn.get_database_backend() != DbBackend::Postgres || changed < plan::STATISTICS_MIN_CHANGE {
+        return Ok(false);
+    }
+    let estimated = txn
+        .query_one_raw(stmt(
+            txn,
+            "SELECT reltuples FROM pg_class WHERE oid = 'nodes'::regclass",
+            vec![],
+        ))
+        .await?
+        .map(|row| row.try_get::<f32>("", "reltuples"))
+        .transpose()?
+        // PostgreSQL says -1 for a table never analyzed.
+        .filter(|rows| *rows >= 0.0)
+        .map(f64::from);
+    if !plan::statistics_stale(changed, estimated) {
+        return Ok(false);
+    }
+    txn.execute_raw(stmt(
+        txn,
+        "ANALYZE resources, nodes, resource_nodes",
+        vec![],
+    ))
+    .await?;
+    Ok(true)
 }
 
 /// Runs `sql` (its `{}` replaced by the tuples) over (resource, node)
@@ -861,31 +947,26 @@ pub async fn update_properties(
     config: &NodeConfig,
     engine: &dyn Engine,
 ) -> AppResult<PropertiesReport> {
+    let marked = marked_nodes(txn).await?;
     let mut report = PropertiesReport {
-        statistics_updated: update_partials(txn, config).await?,
+        statistics_updated: update_partials(txn, config, &marked).await?,
         ..PropertiesReport::default()
     };
-    let rows = txn
-        .query_all_raw(stmt(
-            txn,
-            "SELECT DISTINCT n.class FROM node_dirty d CROSS JOIN nodes n WHERE n.id = d.node_id AND d.props = $1",
-            vec![true.into()],
-        ))
-        .await?;
     let lost = txn
         .query_all_raw(stmt(txn, "SELECT class FROM node_dirty_classes", vec![]))
         .await?;
+    let mut lost_classes = Vec::with_capacity(lost.len());
+    for row in lost {
+        lost_classes.push(row.try_get::<String>("", "class")?);
+    }
     let mut direct = BTreeSet::new();
-    for row in rows.into_iter().chain(lost) {
-        let class: String = row.try_get("", "class")?;
+    for class in marked.iter().map(|node| &node.class).chain(&lost_classes) {
         // A class no longer configured keeps its stored properties.
-        if let Some(index) = config.class_index(&class) {
+        if let Some(index) = config.class_index(class) {
             direct.insert(index);
         }
     }
-    if direct.is_empty() {
-        return Ok(report);
-    }
+    let marked_ids: Vec<i64> = marked.iter().map(|node| node.id).collect();
     let mut whole = config.indirectly_impacted(&direct);
     for unit in &config.units {
         if unit.cyclic
@@ -911,10 +992,19 @@ pub async fn update_properties(
         let mut computed: BTreeMap<usize, Vec<Computed>> = BTreeMap::new();
         for &class in &members {
             let with_resources = engine.needs_resources(&config.classes[class]);
-            computed.insert(
-                class,
-                load_class(txn, config, class, whole.contains(&class), with_resources).await?,
-            );
+            let name = &config.classes[class].name;
+            let nodes = if whole.contains(&class) {
+                ClassNodes::All(name)
+            } else {
+                ClassNodes::Marked(
+                    marked
+                        .iter()
+                        .filter(|node| node.class == *name)
+                        .map(|node| node.id)
+                        .collect(),
+                )
+            };
+            computed.insert(class, load_class(txn, &nodes, with_resources).await?);
             report.classes.push(config.classes[class].name.clone());
         }
         // Dependencies outside the unit are final already: load them once.
@@ -987,56 +1077,85 @@ pub async fn update_properties(
             write_properties(txn, writes).await?;
         }
     }
-    mark_dirty(txn, &props_changed, Dirt::Status).await?;
+    mark_dirty(txn, &props_changed, &[Mark::Status]).await?;
     txn.execute_raw(stmt(txn, "DELETE FROM node_dirty_classes", vec![]))
         .await?;
-    clear_marks(txn, "props").await?;
+    clear_marks(txn, Mark::Props, &marked_ids).await?;
     Ok(report)
 }
 
-/// A class's nodes to compute (all of them, or only those marked) with
-/// their statistics, and their resources' attributes when the Engine needs
-/// them: one or two statements.
+/// A node marked for properties.
+struct MarkedNode {
+    id: i64,
+    depth: i32,
+    class: String,
+}
+
+/// The nodes marked for properties: the marks, then the nodes by id.
+async fn marked_nodes(txn: &DatabaseTransaction) -> AppResult<Vec<MarkedNode>> {
+    let ids = marked(txn, Mark::Props).await?;
+    let rows = select_in(
+        txn,
+        "SELECT id, depth, class FROM nodes WHERE id IN ({}) ORDER BY id",
+        &[],
+        &ids,
+    )
+    .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(MarkedNode {
+                id: row.try_get("", "id")?,
+                depth: row.try_get("", "depth")?,
+                class: row.try_get("", "class")?,
+            })
+        })
+        .collect()
+}
+
+/// Which nodes of a class to compute.
+enum ClassNodes<'a> {
+    /// Every node of the named class.
+    All(&'a str),
+    /// These (marked) nodes, in id order.
+    Marked(Vec<i64>),
+}
+
+/// A class's nodes to compute with their statistics, and their resources'
+/// attributes when the Engine needs them: a constant number of statements
+/// (per 500 nodes when only marked ones are loaded, by id).
 async fn load_class(
     txn: &DatabaseTransaction,
-    config: &NodeConfig,
-    class: usize,
-    whole: bool,
+    nodes: &ClassNodes<'_>,
     with_resources: bool,
 ) -> AppResult<Vec<Computed>> {
-    let name = config.classes[class].name.clone();
-    // Marked nodes only: driven from the (small) marks table.
-    let (from, marked) = if whole {
-        ("nodes n", "")
-    } else {
-        (
-            "node_dirty d CROSS JOIN nodes n",
-            "AND n.id = d.node_id AND d.props = $2",
-        )
-    };
-    let values = |with_flag: bool| -> Vec<Value> {
-        if with_flag {
-            vec![name.clone().into(), true.into()]
-        } else {
-            vec![name.clone().into()]
+    const NODE_COLUMNS: &str = "n.id, n.position_token, n.properties, n.partials";
+    const RESOURCE_COLUMNS: &str = "rn.node_id, r.attributes FROM resource_nodes rn \
+        JOIN resources r ON r.id = rn.resource_id";
+    let rows = match nodes {
+        ClassNodes::All(class) => {
+            txn.query_all_raw(stmt(
+                txn,
+                format!("SELECT {NODE_COLUMNS} FROM nodes n WHERE n.class = $1 ORDER BY n.id"),
+                vec![(*class).into()],
+            ))
+            .await?
+        }
+        ClassNodes::Marked(ids) => {
+            select_in(
+                txn,
+                &format!("SELECT {NODE_COLUMNS} FROM nodes n WHERE n.id IN ({{}}) ORDER BY n.id"),
+                &[],
+                ids,
+            )
+            .await?
         }
     };
-    let rows = txn
-        .query_all_raw(stmt(
-            txn,
-            format!(
-                "SELECT n.id, n.position_token, n.properties, n.partials FROM {from} \
-                 WHERE n.class = $1 {marked} ORDER BY n.id"
-            ),
-            values(!whole),
-        ))
-        .await?;
-    let mut nodes = Vec::with_capacity(rows.len());
+    let mut computed = Vec::with_capacity(rows.len());
     let mut index = HashMap::with_capacity(rows.len());
     for row in rows {
         let id: i64 = row.try_get("", "id")?;
-        index.insert(id, nodes.len());
-        nodes.push(Computed {
+        index.insert(id, computed.len());
+        computed.push(Computed {
             input: NodeInput {
                 id,
                 position_token: row.try_get("", "position_token")?,
@@ -1047,29 +1166,41 @@ async fn load_class(
         });
     }
     if !with_resources {
-        return Ok(nodes);
+        return Ok(computed);
     }
-    let rows = txn
-        .query_all_raw(stmt(
-            txn,
-            format!(
-                "SELECT rn.node_id, r.attributes FROM {from} \
-                 JOIN resource_nodes rn ON rn.node_id = n.id JOIN resources r ON r.id = rn.resource_id \
-                 WHERE n.class = $1 {marked} ORDER BY rn.node_id, r.id"
-            ),
-            values(!whole),
-        ))
-        .await?;
+    let rows =
+        match nodes {
+            ClassNodes::All(class) => {
+                txn.query_all_raw(stmt(
+                    txn,
+                    format!(
+                        "SELECT {RESOURCE_COLUMNS} JOIN nodes n ON n.id = rn.node_id \
+                     WHERE n.class = $1 ORDER BY rn.node_id, r.id"
+                    ),
+                    vec![(*class).into()],
+                ))
+                .await?
+            }
+            ClassNodes::Marked(ids) => select_in(
+                txn,
+                &format!(
+                    "SELECT {RESOURCE_COLUMNS} WHERE rn.node_id IN ({{}}) ORDER BY rn.node_id, r.id"
+                ),
+                &[],
+                ids,
+            )
+            .await?,
+        };
     for row in rows {
         let node: i64 = row.try_get("", "node_id")?;
         if let Some(&i) = index.get(&node) {
-            nodes[i]
+            computed[i]
                 .input
                 .resources
                 .push(row.try_get("", "attributes")?);
         }
     }
-    Ok(nodes)
+    Ok(computed)
 }
 
 /// Recomputes the attribute statistics of the nodes marked for properties,
@@ -1078,22 +1209,20 @@ async fn load_class(
 /// (for a class with several child classes, whose children overlap, all
 /// its resources'). Per level: one load of resources, one of children's
 /// statistics, one write. Returns how many nodes were updated.
-async fn update_partials(txn: &DatabaseTransaction, config: &NodeConfig) -> AppResult<usize> {
-    let rows = txn
-        .query_all_raw(stmt(
-            txn,
-            "SELECT n.id, n.depth, n.class FROM node_dirty d CROSS JOIN nodes n WHERE n.id = d.node_id AND d.props = $1",
-            vec![true.into()],
-        ))
-        .await?;
+async fn update_partials(
+    txn: &DatabaseTransaction,
+    config: &NodeConfig,
+    marked: &[MarkedNode],
+) -> AppResult<usize> {
     let mut levels: BTreeMap<i32, Vec<(i64, bool)>> = BTreeMap::new();
-    for row in rows {
-        let class: String = row.try_get("", "class")?;
-        let branching = config.class(&class).is_none_or(|class| class.branching);
+    for node in marked {
+        let branching = config
+            .class(&node.class)
+            .is_none_or(|class| class.branching);
         levels
-            .entry(row.try_get("", "depth")?)
+            .entry(node.depth)
             .or_default()
-            .push((row.try_get("", "id")?, branching));
+            .push((node.id, branching));
     }
     let mut updated = 0;
     for nodes in levels.values().rev() {
@@ -1239,47 +1368,18 @@ pub async fn recompute_aggregated_status(
     engine: &dyn Engine,
 ) -> AppResult<StatusReport> {
     let mut report = StatusReport::default();
-    let rows = txn
-        .query_all_raw(stmt(
-            txn,
-            "SELECT n.id, n.path FROM node_dirty d CROSS JOIN nodes n WHERE n.id = d.node_id AND d.status = $1",
-            vec![true.into()],
-        ))
-        .await?;
-    let mut marked = Vec::with_capacity(rows.len());
-    for row in rows {
-        marked.push((
-            row.try_get::<i64>("", "id")?,
-            row.try_get::<String>("", "path")?,
-        ));
-    }
-    let levels = plan::status_area_levels(marked.iter().map(|(id, path)| (*id, path.as_str())));
-    let area_ids: Vec<i64> = levels
+    let marked = marked(txn, Mark::Status).await?;
+    // The marked nodes first; their ancestors are known from their paths.
+    let mut area = area_nodes(txn, &marked).await?;
+    let levels = plan::status_area_levels(area.iter().map(|(id, node)| (*id, node.path.as_str())));
+    let missing: Vec<i64> = levels
         .iter()
         .flat_map(|(_, ids)| ids.iter().copied())
+        .filter(|id| !area.contains_key(id))
         .collect();
-    report.status_area = area_ids.len();
+    area.extend(area_nodes(txn, &missing).await?);
+    report.status_area = levels.iter().map(|(_, ids)| ids.len()).sum();
     report.levels = levels.len();
-    let rows = select_in(
-        txn,
-        "SELECT id, class, path, status, aggregated_status, properties FROM nodes WHERE id IN ({})",
-        &[],
-        &area_ids,
-    )
-    .await?;
-    let mut area: HashMap<i64, AreaNode> = HashMap::with_capacity(rows.len());
-    for row in rows {
-        area.insert(
-            row.try_get("", "id")?,
-            AreaNode {
-                class: row.try_get("", "class")?,
-                path: row.try_get("", "path")?,
-                status: row.try_get("", "status")?,
-                aggregated: row.try_get("", "aggregated_status")?,
-                properties: row.try_get("", "properties")?,
-            },
-        );
-    }
     let mut events = Vec::new();
     for (_, ids) in &levels {
         let ids: Vec<i64> = ids
@@ -1346,6 +1446,31 @@ pub async fn recompute_aggregated_status(
         .await?;
     }
     outbox::emit(txn, events).await?;
-    clear_marks(txn, "status").await?;
+    clear_marks(txn, Mark::Status, &marked).await?;
     Ok(report)
+}
+
+/// Nodes of the status area by id: one statement per 500.
+async fn area_nodes(txn: &DatabaseTransaction, ids: &[i64]) -> AppResult<HashMap<i64, AreaNode>> {
+    let rows = select_in(
+        txn,
+        "SELECT id, class, path, status, aggregated_status, properties FROM nodes WHERE id IN ({})",
+        &[],
+        ids,
+    )
+    .await?;
+    let mut area = HashMap::with_capacity(rows.len());
+    for row in rows {
+        area.insert(
+            row.try_get("", "id")?,
+            AreaNode {
+                class: row.try_get("", "class")?,
+                path: row.try_get("", "path")?,
+                status: row.try_get("", "status")?,
+                aggregated: row.try_get("", "aggregated_status")?,
+                properties: row.try_get("", "properties")?,
+            },
+        );
+    }
+    Ok(area)
 }

@@ -508,6 +508,7 @@ async fn grown(backend: Backend, instances: usize) -> (Lab, Vec<Uuid>) {
 crate::on_both_backends!(
     statements_per_phase_do_not_grow_with_the_tree,
     a_subtree_delete_is_one_statement,
+    a_bulk_import_refreshes_postgres_planner_statistics,
 );
 
 async fn statements_per_phase_do_not_grow_with_the_tree(backend: Backend) {
@@ -569,4 +570,50 @@ async fn a_subtree_delete_is_one_statement(backend: Backend) {
             .all(|chain| chain.len() < 3 || chain[2].1 != "k1")
     );
     assert_eq!(tree.len() as i64, before - 56);
+}
+
+/// PostgreSQL plans by table statistics; a bulk import must not leave the
+/// tree planned as if it were empty (autovacuum may be late, or off).
+async fn a_bulk_import_refreshes_postgres_planner_statistics(backend: Backend) {
+    let lab = Lab::new(backend, DEFAULT_CONFIG).await;
+    let analyzes = |statements: &[Vec<String>]| {
+        statements
+            .iter()
+            .flatten()
+            .filter(|sql| sql.starts_with("ANALYZE"))
+            .count()
+    };
+    let ids: Vec<Uuid> = (0..300).map(|_| Uuid::now_v7()).collect();
+    for (i, id) in ids.iter().enumerate() {
+        lab.put(*id, &instance(i, 0)).await;
+    }
+    let import = lab.reconcile().await;
+    // One leaf's change is far below the threshold.
+    lab.put(ids[0], &instance(0, 2)).await;
+    let update = lab.reconcile().await;
+    assert_eq!(analyzes(&update), 0, "a small change analyzes nothing");
+    if backend == Backend::Sqlite {
+        assert_eq!(
+            analyzes(&import),
+            0,
+            "SQLite's queries name their join order"
+        );
+        return;
+    }
+    assert_eq!(
+        analyzes(&import),
+        1,
+        "the import refreshes the statistics once"
+    );
+    let row = lab
+        .db
+        .query_one_raw(Statement::from_string(
+            lab.db.get_database_backend(),
+            "SELECT reltuples FROM pg_class WHERE oid = 'nodes'::regclass",
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    let estimated: f32 = row.try_get("", "reltuples").unwrap();
+    assert_eq!(estimated as i64, lab.count("nodes").await);
 }
