@@ -293,11 +293,11 @@ impl Jobs {
     /// (API processes publish the events of their own mutations) and, with
     /// Redis, the feed of other processes' events into this one's bus.
     pub fn start_events(&self, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
-        let publisher = Publisher {
-            db: self.inner.db.clone(),
-            sink: self.inner.sink.clone(),
-            wake: self.inner.outbox_wake.clone(),
-        };
+        let publisher = Publisher::new(
+            self.inner.db.clone(),
+            self.inner.sink.clone(),
+            self.inner.outbox_wake.clone(),
+        );
         let mut handles = vec![tokio::spawn(publisher.run(stop.clone()))];
         if let Some((client, keys)) = &self.inner.redis {
             handles.push(redis::forward_events(

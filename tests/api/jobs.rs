@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, Statement};
+use sea_orm::{ConnectionTrait, Statement, TransactionTrait};
 use serde_json::{Value, json};
 
 use crate::{
@@ -638,4 +638,68 @@ async fn sigterm_releases_a_running_task_for_another_worker() {
     assert_eq!(done["status"], "SUCCEEDED");
     assert_eq!(done["attemptCount"], 1);
     assert_eq!(effects(&app, &id).await.len(), 3);
+}
+
+crate::per_backend!(
+    [postgres => Postgres, postgres_redis => PostgresRedis];
+    an_event_committed_late_is_published_before_its_aggregates_next,
+);
+
+/// The publisher reads the outbox by id. An event whose transaction was
+/// still open when later ids were published (a gap) is published once it
+/// commits, and before the next event of its aggregate. (SQLite has one
+/// writer at a time, so ids commit in order there.)
+async fn an_event_committed_late_is_published_before_its_aggregates_next(backend: Backend) {
+    let app = spawn_app_with(backend, AppOptions::default()).await;
+    let admin = app.admin().await;
+    let mut socket = open(&app, &[]).await;
+    send(
+        &mut socket,
+        json!({ "type": "connection_init", "payload": { "token": admin.access } }),
+    )
+    .await;
+    assert_eq!(next(&mut socket).await.unwrap()["type"], "connection_ack");
+    send(
+        &mut socket,
+        json!({ "id": "e", "type": "subscribe", "payload": {
+            "query": "subscription { events(topics: [\"probe.order\"]) { id aggregateId payload } }" } }),
+    )
+    .await;
+    let db = app.database().await;
+    let insert = |label: &str, aggregate: &str| {
+        Statement::from_sql_and_values(
+            db.get_database_backend(),
+            "INSERT INTO outbox_events (topic, aggregate_id, owner_id, payload, created_at) \
+             VALUES ('probe.order', $1, NULL, $2, $3)",
+            vec![
+                aggregate.into(),
+                json!({ "label": label }).into(),
+                Utc::now().into(),
+            ],
+        )
+    };
+    let received = |message: Value| -> (i64, String) {
+        let event = &message["payload"]["data"]["events"];
+        (
+            event["id"].as_str().unwrap().parse().unwrap(),
+            event["payload"]["label"].as_str().unwrap().to_owned(),
+        )
+    };
+    // The subscription is live once an event sent after it arrives.
+    db.execute_raw(insert("ready", "x")).await.unwrap();
+    assert_eq!(received(next(&mut socket).await.unwrap()).1, "ready");
+
+    // `late` takes its id, then waits while `other` is published after it.
+    let open_txn = db.begin().await.unwrap();
+    open_txn.execute_raw(insert("late", "a")).await.unwrap();
+    db.execute_raw(insert("other", "b")).await.unwrap();
+    let (other_id, label) = received(next(&mut socket).await.unwrap());
+    assert_eq!(label, "other");
+    open_txn.commit().await.unwrap();
+    // The aggregate's next event follows the late one.
+    db.execute_raw(insert("after", "a")).await.unwrap();
+    let (late_id, first) = received(next(&mut socket).await.unwrap());
+    let (_, second) = received(next(&mut socket).await.unwrap());
+    assert_eq!((first.as_str(), second.as_str()), ("late", "after"));
+    assert!(late_id < other_id, "the late event's id came before");
 }
