@@ -269,6 +269,14 @@ pub async fn serve(config: Config, role: Role) -> anyhow::Result<()> {
     let listen = config.listen;
     let grace = Duration::from_secs(config.shutdown_grace);
     let state = AppState::build(config).await?;
+    // Before any worker starts: a tree computed under another node
+    // configuration is marked for a full reconciliation.
+    state
+        .services
+        .nodes
+        .adopt_config()
+        .await
+        .context("adopting the node configuration")?;
     let db = state.services.db.clone();
     let (stop_tx, stop_rx) = watch::channel(false);
     let background = match role {

@@ -14,6 +14,7 @@ mod m20261130_000002_jobs;
 mod m20261130_000003_feeds;
 mod m20261130_000004_reader_credentials;
 mod m20261130_000005_nodes;
+mod m20261130_000006_node_config_digest;
 
 pub struct Migrator;
 
@@ -26,6 +27,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000003_feeds::Migration),
             Box::new(m20261130_000004_reader_credentials::Migration),
             Box::new(m20261130_000005_nodes::Migration),
+            Box::new(m20261130_000006_node_config_digest::Migration),
         ]
     }
 }

@@ -138,6 +138,27 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl NodeConfig {
+    /// A digest of what the configuration means (classes, templates, rules,
+    /// limits), not of how its file is laid out: the tree records the
+    /// digest it was computed under, so a changed configuration is noticed
+    /// at start-up.
+    pub fn digest(&self) -> String {
+        let mut parts = vec![format!(
+            "maxFixpointIterations={}",
+            self.max_fixpoint_iterations
+        )];
+        for class in &self.classes {
+            parts.push(format!(
+                "class={}|parent={:?}|position={}|dependsOn={:?}|patch={:?}",
+                class.name, class.parent, class.position, class.depends_on, class.patch_text
+            ));
+            for (name, rule) in &class.properties {
+                parts.push(format!("{}.{name}={rule}", class.name));
+            }
+        }
+        crate::digest::sha256_hex(&parts.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
     /// Parses and validates a TOML configuration.
     pub fn parse(text: &str) -> Result<NodeConfig, ConfigError> {
         let file: FileConfig = toml::from_str(text).map_err(|error| {
@@ -437,6 +458,31 @@ mod tests {
                 assert!(config.class_index(parent).unwrap() < i);
             }
         }
+    }
+
+    #[test]
+    fn the_digest_follows_meaning_not_layout() {
+        let base = r#"
+            [[classes]]
+            name = "region"
+            position = "{region}"
+            properties = { status = "max(attr.health)" }
+        "#;
+        let digest = |text: &str| NodeConfig::parse(text).unwrap().digest();
+        let relaid = "[[classes]]\nposition = \"{region}\"\nname = \"region\"\n\
+            properties = { status = \"max( attr.health )\" }\n";
+        assert_eq!(digest(base), digest(relaid));
+        assert_ne!(digest(base), digest(&base.replace("max(", "min(")));
+        assert_ne!(
+            digest(base),
+            digest(&base.replace("{region}", "r-{region}"))
+        );
+        assert_ne!(
+            digest(base),
+            digest(&format!(
+                "{base}\npatchAggregatedStatus = \"min(aggregated, 2)\""
+            ))
+        );
     }
 
     #[test]

@@ -70,7 +70,7 @@ pub fn register(registry: &mut Registry, pipeline: Arc<Pipeline>) {
 
 /// The periodic reconciliation: in the resources scope like every request,
 /// so it applies requests left unapplied and does the work they owe.
-fn reconcile_task() -> NewTask {
+pub(crate) fn reconcile_task() -> NewTask {
     let mut task = NewTask::new(ops::RECONCILE_KIND, Queue::Medium, json!({}));
     task.scope = Some(ops::SCOPE.to_owned());
     task

@@ -7,14 +7,15 @@ use std::{collections::BTreeSet, sync::Arc};
 
 use entity::{node, node_tree, resource, resource_node, task};
 use sea_orm::{
-    ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
+    QueryOrder, QuerySelect, Statement, TransactionTrait,
 };
 use uuid::Uuid;
 
 use super::{
     config::NodeConfig,
     ops::{self, Operation},
-    plan,
+    pipeline, plan,
 };
 use crate::{
     auth::Viewer,
@@ -22,7 +23,7 @@ use crate::{
     jobs::{
         Jobs,
         model::{NewTask, TaskStatus},
-        store::Enqueued,
+        store::{self, Enqueued},
     },
 };
 
@@ -49,6 +50,74 @@ impl NodesService {
 
     pub fn db(&self) -> &DatabaseConnection {
         &self.db
+    }
+
+    /// Makes the tree follow the loaded configuration. When it was computed
+    /// under another one (or before configurations were recorded), every
+    /// resource is marked for remapping and every node for recomputation,
+    /// and a `resources.reconcile` task is enqueued to do it — in one
+    /// transaction, which holds the `resources` scope like a request's
+    /// enqueue, so no stage runs while the marks are set. Of several
+    /// processes starting with the same new configuration, one does it.
+    /// Returns the task, if one was enqueued.
+    pub async fn adopt_config(&self) -> AppResult<Option<task::Model>> {
+        let digest = self.config.digest();
+        let stored = node_tree::Entity::find_by_id(1)
+            .one(&self.db)
+            .await?
+            .ok_or_else(|| AppError::internal(anyhow::anyhow!("node_tree row missing")))?;
+        if stored.config_digest.as_deref() == Some(digest.as_str()) {
+            return Ok(None);
+        }
+        let backend = self.db.get_database_backend();
+        let record = || {
+            Statement::from_sql_and_values(
+                backend,
+                "UPDATE node_tree SET config_digest = $1 WHERE id = 1 \
+                 AND (config_digest IS NULL OR config_digest <> $1)",
+                vec![digest.clone().into()],
+            )
+        };
+        let empty = resource::Entity::find().one(&self.db).await?.is_none()
+            && node::Entity::find().one(&self.db).await?.is_none();
+        if stored.config_digest.is_none() && empty {
+            // Nothing was ever computed: record the configuration, nothing to redo.
+            self.db.execute_raw(record()).await?;
+            return Ok(None);
+        }
+        let txn = self.db.begin().await?;
+        // First, so that the scope is held before the digest is compared.
+        let task = store::insert_task(
+            &txn,
+            &pipeline::reconcile_task(),
+            Uuid::now_v7(),
+            self.jobs.settings().max_attempts,
+        )
+        .await?;
+        if txn.execute_raw(record()).await?.rows_affected() == 0 {
+            // Another process adopted it meanwhile.
+            txn.rollback().await?;
+            return Ok(None);
+        }
+        txn.execute_raw(Statement::from_string(
+            backend,
+            "UPDATE resources SET needs_mapping = TRUE WHERE NOT needs_mapping",
+        ))
+        .await?;
+        txn.execute_raw(Statement::from_string(
+            backend,
+            "INSERT INTO node_dirty (node_id, props, status) SELECT id, TRUE, TRUE FROM nodes \
+             WHERE TRUE ON CONFLICT (node_id) DO UPDATE SET props = TRUE, status = TRUE",
+        ))
+        .await?;
+        txn.commit().await?;
+        tracing::info!(
+            config_digest = %digest,
+            task_id = %task.id,
+            "the node configuration changed: the whole tree will be reconciled"
+        );
+        self.jobs.after_commit(Some(&task)).await;
+        Ok(Some(task))
     }
 
     /// Checks an operation and enqueues its task. A repeat with the same

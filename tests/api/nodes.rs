@@ -29,6 +29,7 @@ on_both_backends!(
     concurrent_requests_end_in_the_from_scratch_tree,
     dashboard_sees_a_leaf_change_climb_to_the_root,
     owed_work_is_done_by_the_periodic_reconciliation,
+    a_changed_node_configuration_reconciles_the_whole_tree,
 );
 
 crate::on_every_runner!(killed_workers_leave_the_from_scratch_tree);
@@ -847,4 +848,70 @@ async fn killed_workers_leave_the_from_scratch_tree(backend: Backend) {
         .map(|edge| edge["node"]["attributes"].clone())
         .collect();
     assert_eq!(observed(&ops.tree().await), comparable(reference(&finals)));
+}
+
+/// A server started with another node configuration recomputes the tree
+/// under it: the mapping (a changed position template), properties (a
+/// changed rule) and aggregated status (a changed patch rule).
+async fn a_changed_node_configuration_reconciles_the_whole_tree(backend: Backend) {
+    let mut app = spawn_app(backend).await;
+    let ops = Client::new(&app).await;
+    ops.create(instance("cart", "cart-1", 0, 1.0)).await;
+    ops.create(instance("cart", "cart-2", 1, 3.0)).await;
+    ops.create(json!({ "database": "pg-main", "health": 3 }))
+        .await;
+    let tree = ops.tree().await;
+    assert_eq!(tree[&chain(&["eu", "a", "k1"])]["properties"]["cpu"], 4.0);
+    assert_eq!(tree[&chain(&["pg-main"])]["aggregatedStatus"], 2);
+
+    let shipped = include_str!("../../config/nodes.toml");
+    let changed = shipped
+        .replace(
+            "position = \"{namespace}\"",
+            "position = \"ns-{namespace}\"",
+        )
+        .replace(
+            "cpu = \"sum(attr.cpu)\", instances",
+            "cpu = \"max(attr.cpu)\", instances",
+        )
+        .replace("min(aggregated, 2)", "min(aggregated, 1)");
+    assert_ne!(changed, shipped);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nodes.toml");
+    std::fs::write(&path, changed).unwrap();
+    app.kill().await;
+    app.restart(&[("TRELLIS_NODE_CONFIG", path.to_str().unwrap())])
+        .await;
+
+    let ops = Client {
+        app: &app,
+        token: app.login("ops", "ops-password").await.access,
+    };
+    let mut tree = ops.tree().await;
+    // The aggregated-status stage, the last to write, sets every status in
+    // one transaction.
+    for _ in 0..300 {
+        if tree
+            .get(&chain(&["pg-main"]))
+            .is_some_and(|node| node["aggregatedStatus"] == 1)
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        tree = ops.tree().await;
+    }
+    // Remapped: the old namespace and its subtree are gone.
+    assert!(
+        tree.keys()
+            .all(|key| key.get(3).is_none_or(|ns| ns == "ns-shop")),
+        "{tree:?}"
+    );
+    let service = &tree[&chain(&["eu", "a", "k1", "ns-shop", "cart"])];
+    assert_eq!(service["properties"]["replicas"], 2);
+    assert_eq!(service["aggregatedStatus"], 1);
+    assert!(tree.contains_key(&chain(&["eu", "a", "k1", "ns-shop", "cart", "cart-2"])));
+    // Recomputed with the new rule, and patched with the new patch.
+    assert_eq!(tree[&chain(&["eu", "a", "k1"])]["properties"]["cpu"], 3.0);
+    assert_eq!(tree[&chain(&["pg-main"])]["aggregatedStatus"], 1);
+    assert_eq!(tree.len(), 8, "{tree:?}");
 }
