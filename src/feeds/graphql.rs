@@ -2,8 +2,6 @@
 //! [`FeedsService`]; every one starts from `ctx.viewer()` and passes the
 //! viewer's id down, so nothing crosses users.
 
-use std::sync::Arc;
-
 use async_graphql::{
     ComplexObject, Context, ID, InputObject, MaybeUndefined, Object, SimpleObject, Subscription,
 };
@@ -29,7 +27,6 @@ use crate::{
     error::{AppError, AppResult},
     graphql::{
         context::ContextExt,
-        loaders::Loaders,
         pagination::{KeyValue, Keyset, KeysetConnection, PageRequest, paginate},
     },
     jobs::model::{NewTask, Queue, Task},
@@ -37,11 +34,6 @@ use crate::{
 
 fn feeds<'a>(ctx: &'a Context<'_>) -> AppResult<&'a FeedsService> {
     Ok(&ctx.services()?.feeds)
-}
-
-fn loaders<'a>(ctx: &'a Context<'_>) -> AppResult<&'a Arc<Loaders>> {
-    ctx.data_opt::<Arc<Loaders>>()
-        .ok_or_else(|| AppError::internal(anyhow::anyhow!("loaders missing from request data")))
 }
 
 /// Feed-domain ids are integers; clients treat them as opaque strings.
@@ -113,7 +105,8 @@ impl Feed {
         self.0.refresh_interval_seconds
     }
     async fn group(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<FeedGroup>> {
-        Ok(loaders(ctx)?
+        Ok(ctx
+            .loaders()?
             .feed_groups
             .load_one(self.0.group_id)
             .await?
@@ -121,7 +114,8 @@ impl Feed {
     }
     /// The pull worker's view of this feed.
     async fn fetch_state(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<FetchState>> {
-        Ok(loaders(ctx)?
+        Ok(ctx
+            .loaders()?
             .fetch_states
             .load_one(self.0.id)
             .await?
@@ -142,7 +136,7 @@ impl Feed {
 }
 
 async fn counts(ctx: &Context<'_>, feed_id: i64) -> AppResult<crate::graphql::loaders::ItemCounts> {
-    loaders(ctx)?
+    ctx.loaders()?
         .item_counts
         .load_one(feed_id)
         .await
@@ -202,7 +196,8 @@ impl Item {
         ID(self.0.feed_id.to_string())
     }
     async fn feed(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<Feed>> {
-        Ok(loaders(ctx)?
+        Ok(ctx
+            .loaders()?
             .feeds
             .load_one(self.0.feed_id)
             .await?
@@ -222,7 +217,8 @@ impl Item {
     async fn content(&self, ctx: &Context<'_>) -> async_graphql::Result<String> {
         let base = match &self.0.link {
             Some(link) => Some(link.clone()),
-            None => loaders(ctx)?
+            None => ctx
+                .loaders()?
                 .feeds
                 .load_one(self.0.feed_id)
                 .await?

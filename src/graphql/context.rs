@@ -3,8 +3,11 @@
 //! purpose (`login`, `refreshToken`, `me`), so authorization is visible at
 //! the top of each resolver.
 
+use std::sync::Arc;
+
 use async_graphql::Context;
 
+use super::loaders::Loaders;
 use crate::{
     app::Services,
     auth::Viewer,
@@ -21,6 +24,8 @@ pub trait ContextExt {
     /// The caller, if any.
     fn viewer_opt(&self) -> Option<&Viewer>;
     fn request_meta(&self) -> AppResult<&RequestMeta>;
+    /// The request's DataLoaders.
+    fn loaders(&self) -> AppResult<&Arc<Loaders>>;
 }
 
 impl ContextExt for Context<'_> {
@@ -45,5 +50,10 @@ impl ContextExt for Context<'_> {
     fn request_meta(&self) -> AppResult<&RequestMeta> {
         self.data_opt::<RequestMeta>()
             .ok_or_else(|| AppError::internal(anyhow::anyhow!("request metadata missing")))
+    }
+
+    fn loaders(&self) -> AppResult<&Arc<Loaders>> {
+        self.data_opt::<Arc<Loaders>>()
+            .ok_or_else(|| AppError::internal(anyhow::anyhow!("loaders missing from request data")))
     }
 }

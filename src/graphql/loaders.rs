@@ -12,9 +12,10 @@
 use std::{collections::HashMap, hash::Hash, marker::PhantomData, sync::Arc};
 
 use async_graphql::dataloader::{DataLoader, Loader};
-use entity::{feed, feed_fetch_state, feed_group, item, user};
+use entity::{feed, feed_fetch_state, feed_group, item, node, resource, user};
 use sea_orm::{
-    ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QuerySelect,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, FromQueryResult, QueryFilter,
+    QuerySelect, Statement,
     sea_query::{Expr, Func},
 };
 use uuid::Uuid;
@@ -26,6 +27,10 @@ pub struct Loaders {
     pub feed_groups: DataLoader<ById<feed_group::Entity>>,
     pub fetch_states: DataLoader<ById<feed_fetch_state::Entity>>,
     pub item_counts: DataLoader<ItemCountLoader>,
+    pub nodes: DataLoader<ById<node::Entity>>,
+    pub node_children: DataLoader<ChildrenLoader>,
+    pub node_resources: DataLoader<NodeResourcesLoader>,
+    pub resource_nodes: DataLoader<ResourceNodesLoader>,
 }
 
 impl Loaders {
@@ -36,6 +41,10 @@ impl Loaders {
             feed_groups: DataLoader::new(ById::new(db), tokio::spawn),
             fetch_states: DataLoader::new(ById::new(db), tokio::spawn),
             item_counts: DataLoader::new(ItemCountLoader(db.clone()), tokio::spawn),
+            nodes: DataLoader::new(ById::new(db), tokio::spawn),
+            node_children: DataLoader::new(ChildrenLoader(db.clone()), tokio::spawn),
+            node_resources: DataLoader::new(NodeResourcesLoader(db.clone()), tokio::spawn),
+            resource_nodes: DataLoader::new(ResourceNodesLoader(db.clone()), tokio::spawn),
         })
     }
 }
@@ -65,6 +74,7 @@ keyed!(user::Entity, Uuid, Id, id);
 keyed!(feed::Entity, i64, Id, id);
 keyed!(feed_group::Entity, i64, Id, id);
 keyed!(feed_fetch_state::Entity, i64, FeedId, feed_id);
+keyed!(node::Entity, i64, Id, id);
 
 /// Rows by primary key.
 pub struct ById<E>(DatabaseConnection, PhantomData<E>);
@@ -128,5 +138,135 @@ impl Loader<i64> for ItemCountLoader {
             counts.insert(feed_id, ItemCounts { total, unread });
         }
         Ok(counts)
+    }
+}
+
+/// `$start, $start+1, …` (`count` of them).
+fn placeholders(start: usize, count: usize) -> String {
+    (start..start + count)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Rows for keys of (id, at most how many): `sql` reads the ids where it
+/// says `{}`, and the largest limit asked in the batch as `$1`, which it
+/// applies per id with `ROW_NUMBER()` (so one id with many rows does not
+/// bring them all); each row names its id `link`. Returns the rows of each
+/// key, cut to the key's own limit.
+async fn limited_per_key<T: FromQueryResult + Clone>(
+    db: &DatabaseConnection,
+    sql: &str,
+    keys: &[(i64, u64)],
+) -> Result<HashMap<(i64, u64), Vec<T>>, Arc<sea_orm::DbErr>> {
+    let largest = keys.iter().map(|(_, limit)| *limit).max().unwrap_or(0);
+    let mut values: Vec<sea_orm::Value> = vec![(largest as i64).into()];
+    values.extend(keys.iter().map(|&(id, _)| sea_orm::Value::from(id)));
+    let rows = db
+        .query_all_raw(Statement::from_sql_and_values(
+            db.get_database_backend(),
+            sql.replace("{}", &placeholders(2, keys.len())),
+            values,
+        ))
+        .await?;
+    let mut by_id: HashMap<i64, Vec<T>> = HashMap::new();
+    for row in rows {
+        by_id
+            .entry(row.try_get("", "link")?)
+            .or_default()
+            .push(T::from_query_result(&row, "")?);
+    }
+    Ok(keys
+        .iter()
+        .map(|&(id, limit)| {
+            let mut rows = by_id.get(&id).cloned().unwrap_or_default();
+            rows.truncate(limit as usize);
+            ((id, limit), rows)
+        })
+        .collect())
+}
+
+/// Children of nodes, in id order, keyed by (parent id, at most how many):
+/// one query for every node on the page.
+pub struct ChildrenLoader(DatabaseConnection);
+
+impl Loader<(i64, u64)> for ChildrenLoader {
+    type Value = Vec<node::Model>;
+    type Error = Arc<sea_orm::DbErr>;
+
+    async fn load(
+        &self,
+        keys: &[(i64, u64)],
+    ) -> Result<HashMap<(i64, u64), Self::Value>, Self::Error> {
+        limited_per_key(
+            &self.0,
+            "SELECT * FROM (SELECT nodes.*, parent_id AS link, ROW_NUMBER() OVER \
+             (PARTITION BY parent_id ORDER BY id) AS row_in_parent FROM nodes \
+             WHERE parent_id IN ({})) AS ranked WHERE row_in_parent <= $1 ORDER BY link, id",
+            keys,
+        )
+        .await
+    }
+}
+
+/// Resources mapped to nodes, oldest first, keyed by (node id, at most how
+/// many): one query for every node on the page.
+pub struct NodeResourcesLoader(DatabaseConnection);
+
+impl Loader<(i64, u64)> for NodeResourcesLoader {
+    type Value = Vec<resource::Model>;
+    type Error = Arc<sea_orm::DbErr>;
+
+    async fn load(
+        &self,
+        keys: &[(i64, u64)],
+    ) -> Result<HashMap<(i64, u64), Self::Value>, Self::Error> {
+        limited_per_key(
+            &self.0,
+            "SELECT * FROM (SELECT r.*, rn.node_id AS link, ROW_NUMBER() OVER \
+             (PARTITION BY rn.node_id ORDER BY r.created_at, r.id) AS row_in_node \
+             FROM resource_nodes rn JOIN resources r ON r.id = rn.resource_id \
+             WHERE rn.node_id IN ({})) AS ranked WHERE row_in_node <= $1 \
+             ORDER BY link, created_at, id",
+            keys,
+        )
+        .await
+    }
+}
+
+/// The nodes each resource maps to, root first: one query for every
+/// resource on the page (a resource maps to one chain of nodes).
+pub struct ResourceNodesLoader(DatabaseConnection);
+
+impl Loader<Uuid> for ResourceNodesLoader {
+    type Value = Vec<node::Model>;
+    type Error = Arc<sea_orm::DbErr>;
+
+    async fn load(&self, keys: &[Uuid]) -> Result<HashMap<Uuid, Self::Value>, Self::Error> {
+        let sql = format!(
+            "SELECT n.*, rn.resource_id AS link FROM resource_nodes rn \
+             JOIN nodes n ON n.id = rn.node_id WHERE rn.resource_id IN ({}) \
+             ORDER BY rn.resource_id, n.depth, n.id",
+            placeholders(1, keys.len())
+        );
+        let rows = self
+            .0
+            .query_all_raw(Statement::from_sql_and_values(
+                self.0.get_database_backend(),
+                sql,
+                keys.iter()
+                    .map(|&id| sea_orm::Value::from(id))
+                    .collect::<Vec<_>>(),
+            ))
+            .await?;
+        let mut by_resource: HashMap<Uuid, Vec<node::Model>> =
+            keys.iter().map(|&key| (key, Vec::new())).collect();
+        for row in rows {
+            by_resource
+                .entry(row.try_get("", "link")?)
+                .or_default()
+                .push(node::Model::from_query_result(&row, "")?);
+        }
+        Ok(by_resource)
     }
 }

@@ -76,9 +76,12 @@ impl Resource {
     /// The nodes the resource maps to, root first.
     async fn nodes(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Node>> {
         let id = parse_id("id", &self.id)?;
-        Ok(nodes(ctx)?
-            .nodes_of_resource(id)
+        Ok(ctx
+            .loaders()?
+            .resource_nodes
+            .load_one(id)
             .await?
+            .unwrap_or_default()
             .into_iter()
             .map(Node::from)
             .collect())
@@ -136,8 +139,10 @@ impl Node {
         let Some(parent) = &self.parent_id else {
             return Ok(None);
         };
-        Ok(nodes(ctx)?
-            .node(node_id("parentId", parent)?)
+        Ok(ctx
+            .loaders()?
+            .nodes
+            .load_one(node_id("parentId", parent)?)
             .await?
             .map(Node::from))
     }
@@ -148,37 +153,42 @@ impl Node {
         ctx: &Context<'_>,
         #[graphql(default = 100)] first: i32,
     ) -> async_graphql::Result<Vec<Node>> {
-        Ok(nodes(ctx)?
-            .children(node_id("id", &self.id)?, limit(Some(first), 100))
+        let key = (node_id("id", &self.id)?, limit(Some(first), 100));
+        Ok(ctx
+            .loaders()?
+            .node_children
+            .load_one(key)
             .await?
+            .unwrap_or_default()
             .into_iter()
             .map(Node::from)
             .collect())
     }
 
-    /// Ancestors, root first.
+    /// Ancestors, root first (read from the node's path).
     async fn ancestors(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Node>> {
-        let service = nodes(ctx)?;
-        let Some(model) = service.node(node_id("id", &self.id)?).await? else {
-            return Ok(vec![]);
-        };
-        Ok(service
-            .ancestors(&model)
-            .await?
-            .into_iter()
+        let ids = plan::ancestors(&self.path);
+        let mut found = ctx.loaders()?.nodes.load_many(ids.iter().copied()).await?;
+        Ok(ids
+            .iter()
+            .filter_map(|id| found.remove(id))
             .map(Node::from)
             .collect())
     }
 
-    /// Resources mapped to the node (at most `first`, ≤ 1000).
+    /// Resources mapped to the node, oldest first (at most `first`, ≤ 1000).
     async fn resources(
         &self,
         ctx: &Context<'_>,
         #[graphql(default = 100)] first: i32,
     ) -> async_graphql::Result<Vec<Resource>> {
-        Ok(nodes(ctx)?
-            .resources_of_node(node_id("id", &self.id)?, limit(Some(first), 100))
+        let key = (node_id("id", &self.id)?, limit(Some(first), 100));
+        Ok(ctx
+            .loaders()?
+            .node_resources
+            .load_one(key)
             .await?
+            .unwrap_or_default()
             .into_iter()
             .map(Resource::from)
             .collect())

@@ -5,7 +5,7 @@
 
 use std::{collections::BTreeSet, sync::Arc};
 
-use entity::{node, node_tree, resource, resource_node, task};
+use entity::{node, node_tree, resource, task};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
     QueryOrder, QuerySelect, Statement, TransactionTrait,
@@ -203,65 +203,6 @@ impl NodesService {
 
     pub async fn node(&self, id: i64) -> AppResult<Option<node::Model>> {
         Ok(node::Entity::find_by_id(id).one(&self.db).await?)
-    }
-
-    /// The nodes a resource maps to, root first.
-    pub async fn nodes_of_resource(&self, id: Uuid) -> AppResult<Vec<node::Model>> {
-        Ok(node::Entity::find()
-            .filter(
-                node::Column::Id.in_subquery(
-                    sea_orm::sea_query::Query::select()
-                        .column(resource_node::Column::NodeId)
-                        .from(resource_node::Entity)
-                        .and_where(resource_node::Column::ResourceId.eq(id))
-                        .to_owned(),
-                ),
-            )
-            .order_by_asc(node::Column::Depth)
-            .order_by_asc(node::Column::Id)
-            .all(&self.db)
-            .await?)
-    }
-
-    /// The resources mapped to a node (at most `limit`).
-    pub async fn resources_of_node(&self, id: i64, limit: u64) -> AppResult<Vec<resource::Model>> {
-        Ok(resource::Entity::find()
-            .filter(
-                resource::Column::Id.in_subquery(
-                    sea_orm::sea_query::Query::select()
-                        .column(resource_node::Column::ResourceId)
-                        .from(resource_node::Entity)
-                        .and_where(resource_node::Column::NodeId.eq(id))
-                        .to_owned(),
-                ),
-            )
-            .order_by_asc(resource::Column::CreatedAt)
-            .order_by_asc(resource::Column::Id)
-            .limit(limit.min(MAX_LIST))
-            .all(&self.db)
-            .await?)
-    }
-
-    pub async fn children(&self, id: i64, limit: u64) -> AppResult<Vec<node::Model>> {
-        Ok(node::Entity::find()
-            .filter(node::Column::ParentId.eq(id))
-            .order_by_asc(node::Column::Id)
-            .limit(limit.min(MAX_LIST))
-            .all(&self.db)
-            .await?)
-    }
-
-    /// A node's ancestors, root first (ids read from its path: one query).
-    pub async fn ancestors(&self, node: &node::Model) -> AppResult<Vec<node::Model>> {
-        let ids = plan::ancestors(&node.path);
-        if ids.is_empty() {
-            return Ok(vec![]);
-        }
-        Ok(node::Entity::find()
-            .filter(node::Column::Id.is_in(ids))
-            .order_by_asc(node::Column::Depth)
-            .all(&self.db)
-            .await?)
     }
 
     /// The subtree under `root` (or every root's), down to `depth` levels

@@ -30,6 +30,7 @@ on_both_backends!(
     dashboard_sees_a_leaf_change_climb_to_the_root,
     owed_work_is_done_by_the_periodic_reconciliation,
     a_changed_node_configuration_reconciles_the_whole_tree,
+    tree_fields_of_many_nodes_agree_with_the_tree,
 );
 
 crate::on_every_runner!(killed_workers_leave_the_from_scratch_tree);
@@ -914,4 +915,81 @@ async fn a_changed_node_configuration_reconciles_the_whole_tree(backend: Backend
     assert_eq!(tree[&chain(&["eu", "a", "k1"])]["properties"]["cpu"], 3.0);
     assert_eq!(tree[&chain(&["pg-main"])]["aggregatedStatus"], 1);
     assert_eq!(tree.len(), 8, "{tree:?}");
+}
+
+/// `parent`, `children`, `ancestors`, `resources` and `Resource.nodes` on
+/// every node of a page (each batched by a DataLoader across the page)
+/// agree with the tree, including per-node limits inside one batch.
+async fn tree_fields_of_many_nodes_agree_with_the_tree(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let ops = Client::new(&app).await;
+    ops.create(instance("cart", "cart-1", 0, 1.0)).await;
+    ops.create(instance("cart", "cart-2", 1, 1.0)).await;
+    ops.create(instance("web", "web-1", 2, 1.0)).await;
+    let data = ops
+        .data(
+            "{ nodeTree(depth: 10) { id parentId path \
+               parent { id } children(first: 1) { id } all: children { id } \
+               ancestors { id } resources(first: 1) { id } everything: resources { id nodes { id } } } }",
+            json!({}),
+        )
+        .await;
+    let nodes = data["nodeTree"].as_array().unwrap();
+    assert_eq!(
+        nodes.len(),
+        9,
+        "eu, a, k1, shop, cart, web and three instances"
+    );
+    let ids = |value: &Value| -> Vec<String> {
+        value
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|node| node["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let by_id: BTreeMap<&str, &Value> = nodes
+        .iter()
+        .map(|node| (node["id"].as_str().unwrap(), node))
+        .collect();
+    for node in nodes {
+        let id = node["id"].as_str().unwrap();
+        assert_eq!(node["parent"]["id"], node["parentId"], "{node}");
+        let mut children: Vec<String> = nodes
+            .iter()
+            .filter(|other| other["parentId"] == id)
+            .map(|other| other["id"].as_str().unwrap().to_owned())
+            .collect();
+        children.sort_by_key(|child| child.parse::<i64>().unwrap());
+        assert_eq!(ids(&node["all"]), children, "{node}");
+        assert_eq!(
+            ids(&node["children"]),
+            children.into_iter().take(1).collect::<Vec<_>>()
+        );
+        // Ancestors: the chain of parents, root first.
+        let mut chain = Vec::new();
+        let mut up = node["parentId"].as_str();
+        while let Some(parent) = up {
+            chain.insert(0, parent.to_owned());
+            up = by_id[parent]["parentId"].as_str();
+        }
+        assert_eq!(ids(&node["ancestors"]), chain, "{node}");
+        // Resources: every one maps to this node; the limit holds per node.
+        let everything = node["everything"].as_array().unwrap();
+        assert!(!everything.is_empty(), "{node}");
+        assert_eq!(node["resources"].as_array().unwrap().len(), 1);
+        assert_eq!(node["resources"][0]["id"], everything[0]["id"]);
+        for resource in everything {
+            assert!(
+                ids(&resource["nodes"]).contains(&id.to_owned()),
+                "{resource}"
+            );
+        }
+    }
+    // The region holds all three resources; an instance only its own.
+    let region = nodes
+        .iter()
+        .find(|node| node["parentId"].is_null())
+        .unwrap();
+    assert_eq!(region["everything"].as_array().unwrap().len(), 3);
 }
