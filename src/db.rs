@@ -62,3 +62,13 @@ pub async fn begin_write(db: &DatabaseConnection) -> Result<DatabaseTransaction,
     })
     .await
 }
+
+/// `$start, $start+1, …` (`count` of them): the placeholders of an
+/// `IN (…)` list or a `VALUES` row in raw SQL (sea-orm binds `$n` on both
+/// backends).
+pub fn placeholders(start: usize, count: usize) -> String {
+    (start..start + count)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -20,6 +20,8 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use crate::db::placeholders;
+
 /// The loaders of one request.
 pub struct Loaders {
     pub users: DataLoader<ById<user::Entity>>,
@@ -139,14 +141,6 @@ impl Loader<i64> for ItemCountLoader {
         }
         Ok(counts)
     }
-}
-
-/// `$start, $start+1, …` (`count` of them).
-fn placeholders(start: usize, count: usize) -> String {
-    (start..start + count)
-        .map(|i| format!("${i}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Rows for keys of (id, at most how many): `sql` reads the ids where it

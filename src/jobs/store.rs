@@ -316,10 +316,9 @@ pub async fn claim_ids(
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let placeholders: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 4)).collect();
     let sql = format!(
         "UPDATE tasks {CLAIM_SET} WHERE status = 'QUEUED' AND run_at <= $3 AND id IN ({}) RETURNING *",
-        placeholders.join(", ")
+        crate::db::placeholders(4, ids.len())
     );
     claim_with(
         db,

@@ -119,22 +119,6 @@ impl TaskHandler for ResourceTask {
                 serde_json::to_value(reconcile::apply_mutations(txn, generation).await?)
                     .unwrap_or(Value::Null)
             }
-            "mapping" => Phase::Orphans.run(run.txn().await?, config, engine).await?,
-            "topology_sync" => {
-                Phase::Topology
-                    .run(run.txn().await?, config, engine)
-                    .await?
-            }
-            "properties" => {
-                Phase::Properties
-                    .run(run.txn().await?, config, engine)
-                    .await?
-            }
-            "aggregated_status" => {
-                Phase::AggregatedStatus
-                    .run(run.txn().await?, config, engine)
-                    .await?
-            }
             "finalizer" => {
                 let progress = stored_progress(run);
                 run.result = Some(json!({
@@ -143,7 +127,10 @@ impl TaskHandler for ResourceTask {
                 }));
                 return Ok(());
             }
-            other => return Err(StageError::Fail(format!("unknown stage `{other}`"))),
+            other => match Phase::of_stage(other) {
+                Some(phase) => phase.run(run.txn().await?, config, engine).await?,
+                None => return Err(StageError::Fail(format!("unknown stage `{other}`"))),
+            },
         };
         let mut progress = stored_progress(run);
         if let Value::Object(stages) = &mut progress {
@@ -172,5 +159,19 @@ pub fn resource_ids(task: &task::Model) -> Vec<String> {
             .map(ToString::to_string)
             .collect(),
         Err(_) => vec![],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reconciliation_phase_has_its_stage() {
+        for phase in Phase::ALL {
+            assert!(STAGES.contains(&phase.stage()), "{phase:?}");
+            assert_eq!(Phase::of_stage(phase.stage()), Some(phase));
+        }
+        assert_eq!(Phase::of_stage("finalizer"), None);
     }
 }

@@ -11,10 +11,11 @@
 //!
 //! Predicates on these marks are written as literals (`WHERE
 //! needs_mapping`), not parameters, so that PostgreSQL's cached generic
-//! plans still use the partial indexes that serve them; queries driven by
-//! the marks say `marks CROSS JOIN table`, which SQLite takes as the join
-//! order (PostgreSQL plans it as any inner join), so a few marks never
-//! turn into a scan of a large class or of every mapping row.
+//! plans still use the partial index that serves them. Node marks are read
+//! on their own ([`marked`]), and every statement after that goes by
+//! primary key (`… IN (…)`), so no plan depends on what either planner
+//! believes about the marks table: a few marks never turn into a scan of a
+//! large class or of every mapping row.
 //!
 //! Statement budget (what the statement-count tests hold us to):
 //! - [`delete_orphans`]: a constant number of loads, plus **one** `DELETE`
@@ -48,6 +49,7 @@ use super::{
     plan::{self, Candidate, NodeSpec},
 };
 use crate::{
+    db::placeholders,
     error::{AppError, AppResult},
     jobs::{model::TaskStatus, outbox},
 };
@@ -59,18 +61,10 @@ fn stmt(txn: &DatabaseTransaction, sql: impl Into<String>, values: Vec<Value>) -
     Statement::from_sql_and_values(txn.get_database_backend(), sql, values)
 }
 
-/// `$start, $start+1, …` (`count` of them).
-fn params(start: usize, count: usize) -> String {
-    (start..start + count)
-        .map(|i| format!("${i}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// `($s, $s+1), ($s+2, $s+3), …`: `rows` tuples of `width`, from `$start`.
 fn tuples(start: usize, rows: usize, width: usize) -> String {
     (0..rows)
-        .map(|row| format!("({})", params(start + row * width, width)))
+        .map(|row| format!("({})", placeholders(start + row * width, width)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -88,7 +82,7 @@ async fn select_in<T: Into<Value> + Clone>(
     for chunk in ids.chunks(CHUNK) {
         let mut values = leading.to_vec();
         values.extend(chunk.iter().cloned().map(Into::into));
-        let sql = sql.replace("{}", &params(leading.len() + 1, chunk.len()));
+        let sql = sql.replace("{}", &placeholders(leading.len() + 1, chunk.len()));
         rows.extend(txn.query_all_raw(stmt(txn, sql, values)).await?);
     }
     Ok(rows)
@@ -210,6 +204,21 @@ impl Phase {
         Phase::Properties,
         Phase::AggregatedStatus,
     ];
+
+    /// The pipeline stage that runs the phase.
+    pub fn stage(self) -> &'static str {
+        match self {
+            Phase::Orphans => "mapping",
+            Phase::Topology => "topology_sync",
+            Phase::Properties => "properties",
+            Phase::AggregatedStatus => "aggregated_status",
+        }
+    }
+
+    /// The phase the pipeline stage `stage` runs, if it runs one.
+    pub fn of_stage(stage: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|phase| phase.stage() == stage)
+    }
 
     /// Runs the phase in `txn`; its report as JSON.
     pub async fn run(
@@ -586,29 +595,22 @@ pub async fn delete_subtree(txn: &DatabaseTransaction, path: &str) -> AppResult<
 async fn mark_dirty(txn: &DatabaseTransaction, nodes: &[i64], marks: &[Mark]) -> AppResult<()> {
     let set = marks
         .iter()
-        .map(|mark| match mark {
-            Mark::Props => "props = $1",
-            Mark::Status => "status = $2",
-        })
+        .map(|mark| format!("{0} = excluded.{0}", mark.column()))
         .collect::<Vec<_>>()
         .join(", ");
-    for chunk in nodes.chunks(CHUNK) {
-        let mut values: Vec<Value> = vec![
+    select_in(
+        txn,
+        &format!(
+            "INSERT INTO node_dirty (node_id, props, status) SELECT id, $1, $2 FROM nodes \
+             WHERE id IN ({{}}) ON CONFLICT (node_id) DO UPDATE SET {set}"
+        ),
+        &[
             marks.contains(&Mark::Props).into(),
             marks.contains(&Mark::Status).into(),
-        ];
-        values.extend(chunk.iter().map(|&id| Value::from(id)));
-        txn.execute_raw(stmt(
-            txn,
-            format!(
-                "INSERT INTO node_dirty (node_id, props, status) SELECT id, $1, $2 FROM nodes \
-                 WHERE id IN ({}) ON CONFLICT (node_id) DO UPDATE SET {set}",
-                params(3, chunk.len())
-            ),
-            values,
-        ))
-        .await?;
-    }
+        ],
+        nodes,
+    )
+    .await?;
     Ok(())
 }
 
