@@ -96,8 +96,8 @@ const SWEEP_EVERY: Duration = Duration::from_secs(30);
 /// found among the gaps in the same poll as anything that followed them,
 /// so per-aggregate order holds: the transaction of a later event of the
 /// same aggregate waits for the earlier one's lock, so it commits after it.
-#[derive(Debug, Default)]
-pub(crate) struct Cursor {
+#[derive(Debug)]
+struct Cursor {
     /// Every id up to here has been seen, except the gaps.
     high: i64,
     /// Ids below `high` not seen yet, with when they were first missed.
@@ -105,7 +105,7 @@ pub(crate) struct Cursor {
 }
 
 impl Cursor {
-    pub(crate) fn new(high: i64) -> Self {
+    fn new(high: i64) -> Self {
         Cursor {
             high,
             gaps: BTreeMap::new(),
@@ -113,13 +113,13 @@ impl Cursor {
     }
 
     /// The ids to look for again.
-    pub(crate) fn gaps(&self) -> Vec<i64> {
+    fn gaps(&self) -> Vec<i64> {
         self.gaps.keys().copied().collect()
     }
 
     /// Records the ids a scan above `high` returned (ascending), and ids
     /// found another way (gaps, the sweep).
-    pub(crate) fn advance(&mut self, scanned: &[i64], found: &[i64], now: Instant) {
+    fn advance(&mut self, scanned: &[i64], found: &[i64], now: Instant) {
         for &id in found.iter().chain(scanned) {
             self.gaps.remove(&id);
         }
@@ -194,22 +194,25 @@ impl Publisher {
     /// appeared in its gaps, and now and then every unpublished row it has
     /// passed (the backstop for gaps given up on).
     async fn poll(&mut self) -> anyhow::Result<Poll> {
-        let mut cursor = match self.cursor.take() {
-            Some(cursor) => cursor,
-            None => self.start_cursor().await?,
-        };
+        if self.cursor.is_none() {
+            self.cursor = Some(self.start_cursor().await?);
+        }
+        let (high, gaps) = self
+            .cursor
+            .as_ref()
+            .map(|cursor| (cursor.high, cursor.gaps()))
+            .unwrap_or_default();
         let now = Instant::now();
         // Above the cursor first, then the gaps: whatever a row seen above
         // waited for committed before it, so the later reads see it too.
         let scanned = outbox_event::Entity::find()
-            .filter(outbox_event::Column::Id.gt(cursor.high))
+            .filter(outbox_event::Column::Id.gt(high))
             .order_by_asc(outbox_event::Column::Id)
             .limit(BATCH)
             .all(&self.db)
             .await?;
         let more = scanned.len() as u64 == BATCH;
         let mut found = Vec::new();
-        let gaps = cursor.gaps();
         if !gaps.is_empty() {
             found.extend(
                 outbox_event::Entity::find()
@@ -222,36 +225,36 @@ impl Publisher {
             .last_sweep
             .is_none_or(|last| now.duration_since(last) >= SWEEP_EVERY)
         {
-            self.last_sweep = Some(now);
             found.extend(
                 outbox_event::Entity::find()
                     .filter(outbox_event::Column::PublishedAt.is_null())
-                    .filter(outbox_event::Column::Id.lte(cursor.high))
+                    .filter(outbox_event::Column::Id.lte(high))
                     .order_by_asc(outbox_event::Column::Id)
                     .limit(BATCH)
                     .all(&self.db)
                     .await?,
             );
+            self.last_sweep = Some(now);
         }
         let scanned_ids: Vec<i64> = scanned.iter().map(|row| row.id).collect();
         let found_ids: Vec<i64> = found.iter().map(|row| row.id).collect();
-        let mut pending: BTreeMap<i64, outbox_event::Model> = scanned
+        let pending: BTreeMap<i64, outbox_event::Model> = scanned
             .into_iter()
             .chain(found)
             .filter(|row| row.published_at.is_none())
             .map(|row| (row.id, row))
             .collect();
-        let published = pending.len();
-        if !pending.is_empty() {
+        let published: Vec<i64> = pending.keys().copied().collect();
+        if !published.is_empty() {
             let events: Vec<Arc<Event>> = pending
-                .values_mut()
+                .into_values()
                 .map(|row| {
                     Arc::new(Event {
                         id: row.id,
-                        topic: std::mem::take(&mut row.topic),
-                        aggregate_id: std::mem::take(&mut row.aggregate_id),
+                        topic: row.topic,
+                        aggregate_id: row.aggregate_id,
                         owner_id: row.owner_id,
-                        payload: row.payload.take(),
+                        payload: row.payload,
                         created_at: row.created_at,
                     })
                 })
@@ -260,15 +263,20 @@ impl Publisher {
             // Marked only after delivery: a crash in between re-delivers (at least once).
             outbox_event::Entity::update_many()
                 .col_expr(outbox_event::Column::PublishedAt, Expr::value(Utc::now()))
-                .filter(outbox_event::Column::Id.is_in(pending.keys().copied()))
+                .filter(outbox_event::Column::Id.is_in(published.iter().copied()))
                 .exec(&self.db)
                 .await?;
-            metrics::counter!("trellis_outbox_published_total").increment(published as u64);
+            metrics::counter!("trellis_outbox_published_total").increment(published.len() as u64);
         }
-        // Only once delivered: a failed poll reads the same rows again.
-        cursor.advance(&scanned_ids, &found_ids, now);
-        self.cursor = Some(cursor);
-        Ok(Poll { published, more })
+        // Only once delivered: a failed poll reads the same rows again,
+        // from the same cursor.
+        if let Some(cursor) = self.cursor.as_mut() {
+            cursor.advance(&scanned_ids, &found_ids, now);
+        }
+        Ok(Poll {
+            published: published.len(),
+            more,
+        })
     }
 
     /// Runs until `stop`, then flushes what is pending.
