@@ -12,7 +12,7 @@ use crate::{
     feedserver::{FeedServer, Route, rss2},
     helpers::{AppOptions, Backend, TestApp, spawn_app_with},
     on_both_backends,
-    websocket::{next, open, send},
+    websocket::{next, subscribe},
 };
 
 on_both_backends!(
@@ -908,17 +908,12 @@ async fn scheduler_pulls_new_feeds_and_subscribers_hear_it(backend: Backend) {
     );
     let ada = Reader::new(&app, "ada").await;
 
-    let mut socket = open(&app, &[]).await;
-    send(
-        &mut socket,
-        json!({ "type": "connection_init", "payload": { "token": ada.token } }),
-    )
-    .await;
-    assert_eq!(next(&mut socket).await.unwrap()["type"], "connection_ack");
-    send(
-        &mut socket,
-        json!({ "id": "f", "type": "subscribe", "payload": {
-            "query": "subscription { feedUpdated { newItems feed { name } fetchState { lastHttpStatus } } }" } }),
+    let mut socket = subscribe(
+        &app,
+        &ada.token,
+        "f",
+        "subscription { feedUpdated { newItems feed { name } fetchState { lastHttpStatus } } }",
+        json!({}),
     )
     .await;
     // Let the subscription register before the feed exists.

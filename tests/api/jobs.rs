@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::{
     helpers::{AppOptions, Backend, TestApp, spawn_app_with},
     on_every_runner,
-    websocket::{next, open, send},
+    websocket::{next, subscribe},
 };
 
 on_every_runner!(
@@ -233,18 +233,12 @@ async fn task_updated_streams_each_change_until_terminal(backend: Backend) {
 
 /// Follows `taskUpdated` over WebSocket until the server completes it.
 async fn watch_task(app: &TestApp, token: &str, id: &str) -> Vec<Value> {
-    let mut socket = open(app, &[]).await;
-    send(
-        &mut socket,
-        json!({ "type": "connection_init", "payload": { "token": token } }),
-    )
-    .await;
-    assert_eq!(next(&mut socket).await.unwrap()["type"], "connection_ack");
-    send(
-        &mut socket,
-        json!({ "id": "s", "type": "subscribe", "payload": {
-            "query": "subscription($id: ID!) { taskUpdated(id: $id) { status stage stagesDone } }",
-            "variables": { "id": id } } }),
+    let mut socket = subscribe(
+        app,
+        token,
+        "s",
+        "subscription($id: ID!) { taskUpdated(id: $id) { status stage stagesDone } }",
+        json!({ "id": id }),
     )
     .await;
     let mut seen = Vec::new();
@@ -652,17 +646,12 @@ crate::per_backend!(
 async fn an_event_committed_late_is_published_before_its_aggregates_next(backend: Backend) {
     let app = spawn_app_with(backend, AppOptions::default()).await;
     let admin = app.admin().await;
-    let mut socket = open(&app, &[]).await;
-    send(
-        &mut socket,
-        json!({ "type": "connection_init", "payload": { "token": admin.access } }),
-    )
-    .await;
-    assert_eq!(next(&mut socket).await.unwrap()["type"], "connection_ack");
-    send(
-        &mut socket,
-        json!({ "id": "e", "type": "subscribe", "payload": {
-            "query": "subscription { events(topics: [\"probe.order\"]) { id aggregateId payload } }" } }),
+    let mut socket = subscribe(
+        &app,
+        &admin.access,
+        "e",
+        "subscription { events(topics: [\"probe.order\"]) { id aggregateId payload } }",
+        json!({}),
     )
     .await;
     let db = app.database().await;

@@ -18,7 +18,7 @@ use crate::{
     },
     jobs::wait_terminal,
     on_both_backends,
-    websocket::{next, open, send},
+    websocket::{next, subscribe},
 };
 
 on_both_backends!(
@@ -651,18 +651,12 @@ async fn dashboard_sees_a_leaf_change_climb_to_the_root(backend: Backend) {
     let tree = ops.tree().await;
     let root = tree[&chain(&["eu"])]["id"].as_str().unwrap().to_owned();
 
-    let mut socket = open(&app, &[]).await;
-    send(
-        &mut socket,
-        json!({ "type": "connection_init", "payload": { "token": ops.token } }),
-    )
-    .await;
-    assert_eq!(next(&mut socket).await.unwrap()["type"], "connection_ack");
-    send(
-        &mut socket,
-        json!({ "id": "s", "type": "subscribe", "payload": {
-            "query": "subscription($root: ID) { nodeStatusChanged(subtreeOf: $root) { id class aggregatedStatus previousAggregatedStatus } }",
-            "variables": { "root": root } } }),
+    let mut socket = subscribe(
+        &app,
+        &ops.token,
+        "s",
+        "subscription($root: ID) { nodeStatusChanged(subtreeOf: $root) { id class aggregatedStatus previousAggregatedStatus } }",
+        json!({ "root": root }),
     )
     .await;
     tokio::time::sleep(Duration::from_millis(300)).await;

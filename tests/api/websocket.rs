@@ -49,6 +49,31 @@ pub async fn send(socket: &mut Socket, message: Value) {
         .unwrap();
 }
 
+/// A socket signed in with `token` (acknowledged) that has sent one
+/// subscription, `id`, of `query` with `variables`.
+pub async fn subscribe(
+    app: &TestApp,
+    token: &str,
+    id: &str,
+    query: &str,
+    variables: Value,
+) -> Socket {
+    let mut socket = open(app, &[]).await;
+    send(
+        &mut socket,
+        json!({ "type": "connection_init", "payload": { "token": token } }),
+    )
+    .await;
+    assert_eq!(next(&mut socket).await.unwrap()["type"], "connection_ack");
+    send(
+        &mut socket,
+        json!({ "id": id, "type": "subscribe",
+                "payload": { "query": query, "variables": variables } }),
+    )
+    .await;
+    socket
+}
+
 /// The next protocol message, or None when the server closed the socket.
 pub async fn next(socket: &mut Socket) -> Option<Value> {
     loop {
