@@ -15,6 +15,7 @@ mod m20261130_000003_feeds;
 mod m20261130_000004_reader_credentials;
 mod m20261130_000005_nodes;
 mod m20261130_000006_node_config_digest;
+mod m20261201_000007_partial_task_indexes;
 
 pub struct Migrator;
 
@@ -28,6 +29,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000004_reader_credentials::Migration),
             Box::new(m20261130_000005_nodes::Migration),
             Box::new(m20261130_000006_node_config_digest::Migration),
+            Box::new(m20261201_000007_partial_task_indexes::Migration),
         ]
     }
 }

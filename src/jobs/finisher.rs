@@ -7,7 +7,9 @@
 use std::collections::HashMap;
 
 use entity::task;
-use sea_orm::{ColumnTrait, DatabaseConnection, QueryFilter, TransactionTrait, sea_query::Expr};
+use sea_orm::{
+    ConnectionTrait, DatabaseConnection, QueryFilter, TransactionTrait, sea_query::Expr,
+};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
@@ -120,11 +122,18 @@ async fn commit(
     }
     for (stages_done, ids) in plain {
         let now = chrono::Utc::now();
+        let (named, values) = crate::db::uuid_in(txn.get_database_backend(), "id", 1, &ids);
+        let held = store::by_id_only(&format!(
+            "status = '{}' AND lease_owner = ${}",
+            TaskStatus::Running.as_str(),
+            values.len() + 1
+        ));
         let models = store::outcome_update(&Finish::Succeeded(None), now)
             .col_expr(task::Column::StagesDone, Expr::value(stages_done))
-            .filter(task::Column::Id.is_in(ids))
-            .filter(task::Column::LeaseOwner.eq(worker))
-            .filter(task::Column::Status.eq(TaskStatus::Running.as_str()))
+            .filter(Expr::cust_with_values(
+                format!("{named} AND {held}"),
+                values.into_iter().chain([worker.into()]),
+            ))
             .exec_with_returning(&txn)
             .await?;
         finished.extend(models);
