@@ -12,7 +12,9 @@ pub struct Model {
     pub owner_id: Option<Uuid>,
     pub payload: Json,
     pub created_at: DateTimeUtc,
-    pub published_at: Option<DateTimeUtc>,
+    /// PostgreSQL: the writing transaction's id (filled by default), by
+    /// which the publisher cuts batches. `None` on SQLite.
+    pub xact_id: Option<i64>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -16,6 +16,7 @@ mod m20261130_000004_reader_credentials;
 mod m20261130_000005_nodes;
 mod m20261130_000006_node_config_digest;
 mod m20261201_000007_partial_task_indexes;
+mod m20261201_000008_outbox_position;
 
 pub struct Migrator;
 
@@ -30,6 +31,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000005_nodes::Migration),
             Box::new(m20261130_000006_node_config_digest::Migration),
             Box::new(m20261201_000007_partial_task_indexes::Migration),
+            Box::new(m20261201_000008_outbox_position::Migration),
         ]
     }
 }

@@ -1,19 +1,13 @@
 //! The transactional outbox: [`emit`] writes an event in the caller's
 //! transaction; the [`Publisher`] delivers committed events, in id order,
-//! at least once, and marks them published.
+//! at least once, and records them published by moving one position (the
+//! `outbox_position` row) past them.
 
-use std::{
-    collections::BTreeMap,
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{sync::Arc, time::Duration};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use entity::outbox_event;
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, Set, sea_query::Expr,
-};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait, Set, Statement};
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use uuid::Uuid;
@@ -42,7 +36,6 @@ pub async fn emit(txn: &impl ConnectionTrait, events: Vec<NewEvent>) -> AppResul
         owner_id: Set(event.owner_id),
         payload: Set(event.payload),
         created_at: Set(now),
-        published_at: Set(None),
         ..Default::default()
     }))
     .exec_without_returning(txn)
@@ -75,89 +68,217 @@ impl Sink for LocalSink {
     }
 }
 
-const BATCH: u64 = 256;
+const BATCH: usize = 256;
+const POSITION: &str = "publisher";
 
-/// A gap older than this is taken for a rolled-back transaction's id.
-const GAP_MAX_AGE: Duration = Duration::from_secs(120);
-/// At most this many gaps are followed (the oldest go first; the sweep
-/// still finds whatever they hid).
-const MAX_GAPS: usize = 1000;
-/// How often the publisher also sweeps every id it has passed.
-const SWEEP_EVERY: Duration = Duration::from_secs(30);
-
-/// Where the publisher is in the outbox (pure bookkeeping, no I/O).
-///
-/// Published rows stay in the table (for retention), so "every unpublished
-/// row" is a scan that grows with the table's history and with the dead
-/// row versions that marking leaves until vacuum: at 160,000 events it
-/// took 34 ms a batch. The publisher reads by id instead: rows above
-/// `high`, plus the ids it skipped because they were not visible yet (a
-/// transaction still open, or rolled back). Rows that committed late are
-/// found among the gaps in the same poll as anything that followed them,
-/// so per-aggregate order holds: the transaction of a later event of the
-/// same aggregate waits for the earlier one's lock, so it commits after it.
-#[derive(Debug)]
-struct Cursor {
-    /// Every id up to here has been seen, except the gaps.
-    high: i64,
-    /// Ids below `high` not seen yet, with when they were first missed.
-    gaps: BTreeMap<i64, Instant>,
+/// How far publication has come: the `outbox_position` row (pure
+/// bookkeeping, no I/O). Events are published once, as a set, by moving
+/// this position, not by marking each row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Position {
+    /// SQLite, where one writer at a time means ids become visible in
+    /// order: every event up to `after` is published.
+    Ids { after: i64 },
+    /// PostgreSQL, where a transaction that took an id first may commit
+    /// last: every event whose transaction `done` sees is published. The
+    /// batch in progress is what `next` sees and `done` does not, read in
+    /// id order and published up to `after`. A transaction still open when
+    /// `next` was taken falls in a later batch, however long it stays open.
+    Snapshots {
+        done: String,
+        next: Option<String>,
+        after: i64,
+    },
 }
 
-impl Cursor {
-    fn new(high: i64) -> Self {
-        Cursor {
-            high,
-            gaps: BTreeMap::new(),
-        }
-    }
-
-    /// The ids to look for again.
-    fn gaps(&self) -> Vec<i64> {
-        self.gaps.keys().copied().collect()
-    }
-
-    /// Records the ids a scan above `high` returned (ascending), and ids
-    /// found another way (gaps, the sweep).
-    fn advance(&mut self, scanned: &[i64], found: &[i64], now: Instant) {
-        for &id in found.iter().chain(scanned) {
-            self.gaps.remove(&id);
-        }
-        for &id in scanned {
-            if id <= self.high {
-                continue;
-            }
-            // A jump larger than the bound only keeps its newest ids.
-            for missing in (self.high + 1).max(id - MAX_GAPS as i64)..id {
-                self.gaps.insert(missing, now);
-            }
-            self.high = id;
-        }
-        self.gaps
-            .retain(|_, missed| now.saturating_duration_since(*missed) < GAP_MAX_AGE);
-        while self.gaps.len() > MAX_GAPS {
-            self.gaps.pop_first();
+impl Position {
+    /// The position once a page of the current batch, whose greatest id is
+    /// `last`, has been delivered; `full` when the page may not have been
+    /// the batch's last.
+    fn after_page(&self, last: Option<i64>, full: bool) -> Position {
+        match self {
+            Position::Ids { after } => Position::Ids {
+                after: last.unwrap_or(*after),
+            },
+            Position::Snapshots { done, next, after } => match next {
+                Some(next) if !full => Position::Snapshots {
+                    done: next.clone(),
+                    next: None,
+                    after: 0,
+                },
+                _ => Position::Snapshots {
+                    done: done.clone(),
+                    next: next.clone(),
+                    after: last.unwrap_or(*after),
+                },
+            },
         }
     }
 }
 
-/// What one poll did.
-struct Poll {
-    published: usize,
-    /// The scan above the cursor was full: there may be more at once.
-    more: bool,
+/// A PostgreSQL snapshot's `xmin` and `xmax` (its text form is
+/// `xmin:xmax:xip,…`): every transaction below `xmin` had ended, none at or
+/// above `xmax` had started.
+fn snapshot_bounds(snapshot: &str) -> anyhow::Result<(i64, i64)> {
+    let mut parts = snapshot.split(':');
+    let mut bound = || -> anyhow::Result<i64> {
+        Ok(parts
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("malformed snapshot `{snapshot}`"))?
+            .parse()?)
+    };
+    Ok((bound()?, bound()?))
 }
 
-/// Delivers committed events, in id order, at least once, and marks them
-/// published. Only the leading process publishes.
+/// The next page of the batch `position` is in: up to [`BATCH`] events in
+/// id order. On PostgreSQL the batch needs its `next` snapshot first.
+fn page_statement(backend: DbBackend, position: &Position) -> anyhow::Result<Statement> {
+    Ok(match position {
+        Position::Ids { after } => Statement::from_sql_and_values(
+            backend,
+            format!("SELECT * FROM outbox_events WHERE id > $1 ORDER BY id LIMIT {BATCH}"),
+            [(*after).into()],
+        ),
+        Position::Snapshots { done, next, after } => {
+            let next = next
+                .clone()
+                .ok_or_else(|| anyhow::anyhow!("a batch without its snapshot"))?;
+            // The batch's transactions started at or after `done`'s xmin
+            // and before `next`'s xmax. Given as a closed range of plain
+            // numbers, the planner sees how narrow it is and reads the
+            // `xact_id` index (with `id > $3` alone it walked the primary
+            // key from the first event).
+            // A batch's first page has no id bound: `id > 0` spans the
+            // whole table, and the planner intersected it with the range.
+            let (low, _) = snapshot_bounds(done)?;
+            let (_, high) = snapshot_bounds(&next)?;
+            let mut values: Vec<sea_orm::Value> =
+                vec![low.into(), high.into(), done.clone().into(), next.into()];
+            let paged = if *after > 0 {
+                values.push((*after).into());
+                "AND id > $5 "
+            } else {
+                ""
+            };
+            Statement::from_sql_and_values(
+                backend,
+                format!(
+                    "SELECT * FROM outbox_events WHERE xact_id >= $1 AND xact_id < $2 \
+                     AND NOT pg_visible_in_snapshot(xact_id::text::xid8, $3::pg_snapshot) \
+                     AND pg_visible_in_snapshot(xact_id::text::xid8, $4::pg_snapshot) \
+                     {paged}ORDER BY id LIMIT {BATCH}"
+                ),
+                values,
+            )
+        }
+    })
+}
+
+async fn load_position(db: &DatabaseConnection) -> anyhow::Result<Position> {
+    let row = db
+        .query_one_raw(Statement::from_sql_and_values(
+            db.get_database_backend(),
+            "SELECT done_snapshot, next_snapshot, after_id FROM outbox_position WHERE name = $1",
+            [POSITION.into()],
+        ))
+        .await?
+        .ok_or_else(|| {
+            anyhow::anyhow!("the outbox position row is missing (migrations not applied?)")
+        })?;
+    let after = row.try_get::<i64>("", "after_id")?;
+    Ok(match row.try_get::<Option<String>>("", "done_snapshot")? {
+        Some(done) => Position::Snapshots {
+            done,
+            next: row.try_get("", "next_snapshot")?,
+            after,
+        },
+        None => Position::Ids { after },
+    })
+}
+
+async fn save_position(db: &DatabaseConnection, position: &Position) -> anyhow::Result<()> {
+    let (done, next, after) = match position {
+        Position::Ids { after } => (None, None, *after),
+        Position::Snapshots { done, next, after } => (Some(done.clone()), next.clone(), *after),
+    };
+    db.execute_raw(Statement::from_sql_and_values(
+        db.get_database_backend(),
+        "UPDATE outbox_position SET done_snapshot = $1, next_snapshot = $2, after_id = $3, \
+         updated_at = $4 WHERE name = $5",
+        [
+            done.into(),
+            next.into(),
+            after.into(),
+            Utc::now().into(),
+            POSITION.into(),
+        ],
+    ))
+    .await?;
+    Ok(())
+}
+
+/// Whether an event (`e`) is at or before the position (`p`), in SQL.
+fn published_sql(backend: DbBackend) -> &'static str {
+    if backend == DbBackend::Postgres {
+        "(e.xact_id IS NULL \
+         OR pg_visible_in_snapshot(e.xact_id::text::xid8, p.done_snapshot::pg_snapshot) \
+         OR (p.next_snapshot IS NOT NULL AND e.id <= p.after_id \
+             AND pg_visible_in_snapshot(e.xact_id::text::xid8, p.next_snapshot::pg_snapshot)))"
+    } else {
+        "e.id <= p.after_id"
+    }
+}
+
+/// How many committed events are not published yet.
+pub async fn unpublished(db: &DatabaseConnection) -> AppResult<i64> {
+    let backend = db.get_database_backend();
+    let row = db
+        .query_one_raw(Statement::from_sql_and_values(
+            backend,
+            format!(
+                "SELECT COUNT(*) AS n FROM outbox_events e, outbox_position p \
+                 WHERE p.name = $1 AND NOT {}",
+                published_sql(backend)
+            ),
+            [POSITION.into()],
+        ))
+        .await?;
+    Ok(match row {
+        Some(row) => row.try_get::<i64>("", "n")?,
+        None => 0,
+    })
+}
+
+/// Deletes published events created before `cutoff` (retention).
+pub async fn delete_published_before(
+    db: &DatabaseConnection,
+    cutoff: DateTime<Utc>,
+) -> AppResult<u64> {
+    let backend = db.get_database_backend();
+    Ok(db
+        .execute_raw(Statement::from_sql_and_values(
+            backend,
+            format!(
+                "DELETE FROM outbox_events WHERE created_at < $1 AND id IN \
+                 (SELECT e.id FROM outbox_events e, outbox_position p \
+                  WHERE p.name = $2 AND e.created_at < $1 AND {})",
+                published_sql(backend)
+            ),
+            [cutoff.into(), POSITION.into()],
+        ))
+        .await?
+        .rows_affected())
+}
+
+/// Delivers committed events, in id order, at least once, and moves the
+/// publication position past them. Only the leading process publishes.
 pub struct Publisher {
     db: DatabaseConnection,
     sink: Arc<dyn Sink>,
     /// Poked after commits that emitted events.
     wake: Arc<Notify>,
-    /// `None` until the first poll as leader.
-    cursor: Option<Cursor>,
-    last_sweep: Option<Instant>,
+    /// `None` until loaded as leader.
+    position: Option<Position>,
 }
 
 impl Publisher {
@@ -166,88 +287,43 @@ impl Publisher {
             db,
             sink,
             wake,
-            cursor: None,
-            last_sweep: None,
+            position: None,
         }
     }
 
-    /// Where to start: just below the oldest unpublished row, or at the
-    /// newest row (one scan of the table, once per leadership).
-    async fn start_cursor(&self) -> anyhow::Result<Cursor> {
-        let oldest = outbox_event::Entity::find()
-            .filter(outbox_event::Column::PublishedAt.is_null())
-            .order_by_asc(outbox_event::Column::Id)
-            .one(&self.db)
-            .await?;
-        let high = match oldest {
-            Some(row) => row.id - 1,
-            None => outbox_event::Entity::find()
-                .order_by_desc(outbox_event::Column::Id)
-                .one(&self.db)
-                .await?
-                .map_or(0, |row| row.id),
+    /// Publishes the next page of events, if any. True when it published
+    /// some: more may be pending at once.
+    async fn poll(&mut self) -> anyhow::Result<bool> {
+        let mut position = match self.position.take() {
+            Some(position) => position,
+            None => load_position(&self.db).await?,
         };
-        Ok(Cursor::new(high))
-    }
-
-    /// Publishes what is pending: rows above the cursor, rows that
-    /// appeared in its gaps, and now and then every unpublished row it has
-    /// passed (the backstop for gaps given up on).
-    async fn poll(&mut self) -> anyhow::Result<Poll> {
-        if self.cursor.is_none() {
-            self.cursor = Some(self.start_cursor().await?);
+        if let Position::Snapshots {
+            next: next @ None, ..
+        } = &mut position
+        {
+            let row = self
+                .db
+                .query_one_raw(Statement::from_string(
+                    DbBackend::Postgres,
+                    "SELECT pg_current_snapshot()::text AS snapshot",
+                ))
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
+            *next = Some(row.try_get::<String>("", "snapshot")?);
         }
-        let (high, gaps) = self
-            .cursor
-            .as_ref()
-            .map(|cursor| (cursor.high, cursor.gaps()))
-            .unwrap_or_default();
-        let now = Instant::now();
-        // Above the cursor first, then the gaps: whatever a row seen above
-        // waited for committed before it, so the later reads see it too.
-        let scanned = outbox_event::Entity::find()
-            .filter(outbox_event::Column::Id.gt(high))
-            .order_by_asc(outbox_event::Column::Id)
-            .limit(BATCH)
+        // Kept in memory across a failure below: the retry reads the same page.
+        self.position = Some(position.clone());
+        let rows = outbox_event::Entity::find()
+            .from_raw_sql(page_statement(self.db.get_database_backend(), &position)?)
             .all(&self.db)
             .await?;
-        let more = scanned.len() as u64 == BATCH;
-        let mut found = Vec::new();
-        if !gaps.is_empty() {
-            found.extend(
-                outbox_event::Entity::find()
-                    .filter(outbox_event::Column::Id.is_in(gaps))
-                    .all(&self.db)
-                    .await?,
-            );
-        }
-        if self
-            .last_sweep
-            .is_none_or(|last| now.duration_since(last) >= SWEEP_EVERY)
-        {
-            found.extend(
-                outbox_event::Entity::find()
-                    .filter(outbox_event::Column::PublishedAt.is_null())
-                    .filter(outbox_event::Column::Id.lte(high))
-                    .order_by_asc(outbox_event::Column::Id)
-                    .limit(BATCH)
-                    .all(&self.db)
-                    .await?,
-            );
-            self.last_sweep = Some(now);
-        }
-        let scanned_ids: Vec<i64> = scanned.iter().map(|row| row.id).collect();
-        let found_ids: Vec<i64> = found.iter().map(|row| row.id).collect();
-        let pending: BTreeMap<i64, outbox_event::Model> = scanned
-            .into_iter()
-            .chain(found)
-            .filter(|row| row.published_at.is_none())
-            .map(|row| (row.id, row))
-            .collect();
-        let published: Vec<i64> = pending.keys().copied().collect();
-        if !published.is_empty() {
-            let events: Vec<Arc<Event>> = pending
-                .into_values()
+        let full = rows.len() == BATCH;
+        let last = rows.last().map(|row| row.id);
+        let published = rows.len();
+        if !rows.is_empty() {
+            let events: Vec<Arc<Event>> = rows
+                .into_iter()
                 .map(|row| {
                     Arc::new(Event {
                         id: row.id,
@@ -260,39 +336,33 @@ impl Publisher {
                 })
                 .collect();
             self.sink.publish(&events).await?;
-            // Marked only after delivery: a crash in between re-delivers (at least once).
-            outbox_event::Entity::update_many()
-                .col_expr(outbox_event::Column::PublishedAt, Expr::value(Utc::now()))
-                .filter(outbox_event::Column::Id.is_in(published.iter().copied()))
-                .exec(&self.db)
-                .await?;
-            metrics::counter!("trellis_outbox_published_total").increment(published.len() as u64);
         }
-        // Only once delivered: a failed poll reads the same rows again,
-        // from the same cursor.
-        if let Some(cursor) = self.cursor.as_mut() {
-            cursor.advance(&scanned_ids, &found_ids, now);
+        let advanced = position.after_page(last, full);
+        // Saved only after delivery (a crash in between re-delivers: at
+        // least once) and only when something was delivered: an empty
+        // batch moves nothing anyone could miss.
+        if published > 0 {
+            save_position(&self.db, &advanced).await?;
+            metrics::counter!("trellis_outbox_published_total").increment(published as u64);
         }
-        Ok(Poll {
-            published: published.len(),
-            more,
-        })
+        self.position = Some(advanced);
+        Ok(published > 0)
     }
 
     /// Runs until `stop`, then flushes what is pending.
     pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
         loop {
             if !self.sink.lead().await {
-                // Another process publishes; start afresh if this one leads again.
-                self.cursor = None;
+                // Another process publishes; reload the position if this one leads again.
+                self.position = None;
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_secs(2)) => continue,
                     _ = stop.wait_for(|stop| *stop) => return,
                 }
             }
             match self.poll().await {
-                Ok(Poll { more: true, .. }) => continue,
-                Ok(_) => {}
+                Ok(true) => continue,
+                Ok(false) => {}
                 Err(error) => tracing::warn!(
                     error = format!("{error:#}"),
                     "outbox publish failed; retrying"
@@ -305,11 +375,7 @@ impl Publisher {
             }
         }
         if self.sink.lead().await {
-            while let Ok(poll) = self.poll().await {
-                if !poll.more && poll.published == 0 {
-                    break;
-                }
-            }
+            while let Ok(true) = self.poll().await {}
         }
     }
 }
@@ -319,31 +385,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_skipped_above_the_cursor_are_followed_as_gaps() {
-        let now = Instant::now();
-        let mut cursor = Cursor::new(10);
-        cursor.advance(&[11, 12, 15, 16], &[], now);
-        assert_eq!(cursor.high, 16);
-        assert_eq!(cursor.gaps(), [13, 14]);
-        // 14 committed late; 13 is still open.
-        cursor.advance(&[17], &[14], now);
-        assert_eq!(cursor.gaps(), [13]);
-        // Rows at or below the cursor (seen again) change nothing.
-        cursor.advance(&[12, 18], &[], now);
-        assert_eq!((cursor.high, cursor.gaps()), (18, vec![13]));
+    fn ids_advance_to_the_last_delivered() {
+        let start = Position::Ids { after: 10 };
+        assert_eq!(
+            start.after_page(Some(42), true),
+            Position::Ids { after: 42 }
+        );
+        assert_eq!(
+            start.after_page(Some(12), false),
+            Position::Ids { after: 12 }
+        );
+        assert_eq!(start.after_page(None, false), start, "nothing new");
     }
 
     #[test]
-    fn old_gaps_are_given_up_and_their_number_is_bounded() {
-        let start = Instant::now();
-        let mut cursor = Cursor::new(0);
-        cursor.advance(&[5], &[], start);
-        assert_eq!(cursor.gaps(), [1, 2, 3, 4]);
-        cursor.advance(&[], &[], start + GAP_MAX_AGE);
-        assert!(cursor.gaps().is_empty(), "taken for rolled back");
+    fn snapshot_bounds_are_read_from_the_text_form() {
+        assert_eq!(snapshot_bounds("741:745:741,743").unwrap(), (741, 745));
+        assert_eq!(snapshot_bounds("745:745:").unwrap(), (745, 745));
+        assert!(snapshot_bounds("745").is_err());
+        assert!(snapshot_bounds("x:745:").is_err());
+    }
 
-        cursor.advance(&[5 + MAX_GAPS as i64 + 11], &[], start);
-        assert_eq!(cursor.gaps().len(), MAX_GAPS);
-        assert_eq!(cursor.gaps()[0], 16, "the oldest ids go first");
+    #[test]
+    fn a_snapshot_batch_is_paged_then_done() {
+        let batch = Position::Snapshots {
+            done: "10:12:".into(),
+            next: Some("15:15:".into()),
+            after: 0,
+        };
+        // A full page: more of this batch may follow, after its last id.
+        let paged = batch.after_page(Some(300), true);
+        assert_eq!(
+            paged,
+            Position::Snapshots {
+                done: "10:12:".into(),
+                next: Some("15:15:".into()),
+                after: 300
+            }
+        );
+        // The batch's last page: what `next` sees is now all published.
+        let done = Position::Snapshots {
+            done: "15:15:".into(),
+            next: None,
+            after: 0,
+        };
+        assert_eq!(paged.after_page(Some(310), false), done);
+        assert_eq!(batch.after_page(None, false), done, "an empty batch");
     }
 }

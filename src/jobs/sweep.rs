@@ -7,14 +7,14 @@
 use std::time::Duration;
 
 use chrono::Utc;
-use entity::{outbox_event, task};
+use entity::task;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
 use serde_json::json;
 
 use super::{
     handler::{StageError, StageRun, TaskHandler},
     model::{NewTask, Queue},
-    store,
+    outbox, store,
 };
 
 pub const KIND: &str = "system.sweep";
@@ -55,11 +55,8 @@ impl TaskHandler for SweepHandler {
 
     async fn run_stage(&self, run: &mut StageRun<'_>) -> Result<(), StageError> {
         let keys = store::sweep_idempotency_keys(&self.db).await?;
-        let events = outbox_event::Entity::delete_many()
-            .filter(outbox_event::Column::PublishedAt.lt(cutoff(self.retention.outbox)))
-            .exec(&self.db)
-            .await?
-            .rows_affected;
+        let events =
+            outbox::delete_published_before(&self.db, cutoff(self.retention.outbox)).await?;
         let tasks = task::Entity::delete_many()
             .filter(task::Column::FinishedAt.lt(cutoff(self.retention.tasks)))
             .filter(task::Column::Id.ne(run.task.id))

@@ -692,3 +692,52 @@ async fn an_event_committed_late_is_published_before_its_aggregates_next(backend
     assert_eq!((first.as_str(), second.as_str()), ("late", "after"));
     assert!(late_id < other_id, "the late event's id came before");
 }
+
+crate::on_both_backends!(events_unpublished_before_publication_became_a_position_are_published,);
+
+/// Migrating a database whose outbox still marked events one by one loses
+/// none: events published before stay published, and one not yet
+/// published is behind the new position, so the publisher sends it.
+async fn events_unpublished_before_publication_became_a_position_are_published(backend: Backend) {
+    use migration::MigratorTrait;
+
+    let dir = tempfile::tempdir().unwrap();
+    let database = crate::helpers::TestDatabase::create(backend, dir.path()).await;
+    let db = sea_orm::Database::connect(&database.url).await.unwrap();
+    // Up to the migration before `m20261201_000008_outbox_position`.
+    migration::Migrator::up(&db, Some(7)).await.unwrap();
+    let now = Utc::now();
+    for (label, published) in [("old", Some(now)), ("pending", None)] {
+        db.execute_raw(Statement::from_sql_and_values(
+            db.get_database_backend(),
+            "INSERT INTO outbox_events (topic, aggregate_id, owner_id, payload, created_at, \
+             published_at) VALUES ('probe.order', 'a', NULL, $1, $2, $3)",
+            vec![
+                json!({ "label": label }).into(),
+                now.into(),
+                published.into(),
+            ],
+        ))
+        .await
+        .unwrap();
+    }
+    assert_eq!(
+        trellis::jobs::outbox::unpublished(&db).await.ok(),
+        None,
+        "no position yet"
+    );
+
+    migration::Migrator::up(&db, None).await.unwrap();
+    assert_eq!(trellis::jobs::outbox::unpublished(&db).await.unwrap(), 1);
+    // A new event after the migration is pending too.
+    db.execute_raw(Statement::from_sql_and_values(
+        db.get_database_backend(),
+        "INSERT INTO outbox_events (topic, aggregate_id, owner_id, payload, created_at) \
+         VALUES ('probe.order', 'a', NULL, $1, $2)",
+        vec![json!({ "label": "after" }).into(), now.into()],
+    ))
+    .await
+    .unwrap();
+    assert_eq!(trellis::jobs::outbox::unpublished(&db).await.unwrap(), 2);
+    db.close().await.unwrap();
+}
