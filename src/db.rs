@@ -86,15 +86,32 @@ pub fn uuid_in(
     ids: &[uuid::Uuid],
 ) -> (String, Vec<sea_orm::Value>) {
     if backend == sea_orm::DbBackend::Postgres {
-        let array = sea_orm::Value::Array(
-            sea_orm::sea_query::ArrayType::Uuid,
-            Some(Box::new(ids.iter().map(|id| (*id).into()).collect())),
-        );
-        (format!("{column} = ANY(${start})"), vec![array])
+        (format!("{column} = ANY(${start})"), vec![uuid_array(ids)])
     } else {
         (
             format!("{column} IN ({})", placeholders(start, ids.len())),
             ids.iter().map(|id| (*id).into()).collect(),
         )
     }
+}
+
+/// [`uuid_in`] for the query builder.
+pub fn uuid_in_expr(
+    backend: sea_orm::DbBackend,
+    column: impl sea_orm::ColumnTrait,
+    ids: &[uuid::Uuid],
+) -> sea_orm::sea_query::SimpleExpr {
+    use sea_orm::sea_query::{Expr, ExprTrait, PgFunc};
+    if backend == sea_orm::DbBackend::Postgres {
+        Expr::col(column).eq(PgFunc::any(Expr::val(uuid_array(ids))))
+    } else {
+        column.is_in(ids.iter().copied())
+    }
+}
+
+fn uuid_array(ids: &[uuid::Uuid]) -> sea_orm::Value {
+    sea_orm::Value::Array(
+        sea_orm::sea_query::ArrayType::Uuid,
+        Some(Box::new(ids.iter().map(|id| (*id).into()).collect())),
+    )
 }

@@ -8,7 +8,8 @@ use std::collections::HashMap;
 
 use entity::task;
 use sea_orm::{
-    ConnectionTrait, DatabaseConnection, QueryFilter, TransactionTrait, sea_query::Expr,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, QueryFilter, TransactionTrait,
+    sea_query::Expr,
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -122,18 +123,17 @@ async fn commit(
     }
     for (stages_done, ids) in plain {
         let now = chrono::Utc::now();
-        let (named, values) = crate::db::uuid_in(txn.get_database_backend(), "id", 1, &ids);
-        let held = store::by_id_only(&format!(
-            "status = '{}' AND lease_owner = ${}",
-            TaskStatus::Running.as_str(),
-            values.len() + 1
-        ));
+        let held = sea_orm::Condition::all()
+            .add(task::Column::Status.eq(TaskStatus::Running.as_str()))
+            .add(task::Column::LeaseOwner.eq(worker));
         let models = store::outcome_update(&Finish::Succeeded(None), now)
             .col_expr(task::Column::StagesDone, Expr::value(stages_done))
-            .filter(Expr::cust_with_values(
-                format!("{named} AND {held}"),
-                values.into_iter().chain([worker.into()]),
+            .filter(crate::db::uuid_in_expr(
+                txn.get_database_backend(),
+                task::Column::Id,
+                &ids,
             ))
+            .filter(store::by_id_only(held))
             .exec_with_returning(&txn)
             .await?;
         finished.extend(models);

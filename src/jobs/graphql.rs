@@ -49,6 +49,11 @@ pub struct ProbeTaskInput {
     /// The first this-many attempts fail on purpose (to watch retries).
     #[graphql(default = 0)]
     pub fail_attempts: i32,
+    /// Whether each stage writes its effect row, progress and result.
+    /// Without, the stages write nothing of their own and the task ends
+    /// through the runner's group commit of endings (as a no-op job does).
+    #[graphql(default = true)]
+    pub effects: bool,
     #[graphql(default_with = "Queue::Short")]
     pub queue: Queue,
     pub max_attempts: Option<i32>,
@@ -188,7 +193,12 @@ impl JobsMutation {
         let mut new = NewTask::new(
             probe::KIND,
             input.queue,
-            json!({ "stages": input.stages, "sleepMs": input.sleep_ms, "failAttempts": input.fail_attempts }),
+            json!({
+                "stages": input.stages,
+                "sleepMs": input.sleep_ms,
+                "failAttempts": input.fail_attempts,
+                "effects": input.effects,
+            }),
         );
         new.owner_id = Some(viewer.user_id);
         new.idempotency_key = input.idempotency_key;

@@ -2,7 +2,8 @@
 //! to end (and the one the runner's conformance and crash tests drive). Each
 //! stage can sleep and can fail its first attempts on purpose; each stage's
 //! effect is a `probe_effects` row whose primary key makes a duplicate
-//! effect impossible.
+//! effect impossible. Without effects, a probe is a no-op job: it ends
+//! through the group commit of endings.
 
 use std::time::Duration;
 
@@ -31,6 +32,13 @@ pub struct ProbePayload {
     pub sleep_ms: u64,
     /// The first this-many attempts fail on purpose.
     pub fail_attempts: u32,
+    /// Each stage writes its effect, progress and result (else nothing).
+    #[serde(default = "effects_by_default")]
+    pub effects: bool,
+}
+
+fn effects_by_default() -> bool {
+    true
 }
 
 impl ProbePayload {
@@ -70,6 +78,9 @@ impl TaskHandler for ProbeHandler {
         }
         if payload.sleep_ms > 0 {
             tokio::time::sleep(Duration::from_millis(payload.sleep_ms.min(MAX_SLEEP_MS))).await;
+        }
+        if !payload.effects {
+            return Ok(());
         }
         let (task_id, index) = (run.task.id, run.index);
         let txn = run.txn().await?;

@@ -318,9 +318,7 @@ pub async fn claim_ids(
     }
     let (named, values) = crate::db::uuid_in(db.get_database_backend(), "id", 4, ids);
     let sql = format!(
-        "UPDATE tasks {CLAIM_SET} WHERE {named} AND \
-         {} RETURNING *",
-        by_id_only("status = 'QUEUED' AND run_at <= $3")
+        "UPDATE tasks {CLAIM_SET} WHERE {named} AND {QUEUED_AND_DUE_BY_ID_ONLY} RETURNING *"
     );
     claim_with(db, worker, lease, &sql, values).await
 }
@@ -336,9 +334,15 @@ pub async fn claim_ids(
 /// in a `CASE`, the condition is only checked on the rows the primary key
 /// finds. It is still checked on the row version the update would replace,
 /// so concurrent claims stay exclusive.
-pub fn by_id_only(condition: &str) -> String {
-    format!("CASE WHEN {condition} THEN true ELSE false END")
+pub fn by_id_only(condition: sea_orm::Condition) -> sea_orm::sea_query::SimpleExpr {
+    sea_orm::sea_query::Expr::case(condition, true)
+        .finally(false)
+        .into()
 }
+
+/// [`by_id_only`] in raw SQL.
+const QUEUED_AND_DUE_BY_ID_ONLY: &str =
+    "CASE WHEN status = 'QUEUED' AND run_at <= $3 THEN true ELSE false END";
 
 /// Runs a claim statement (`$1..$3` are worker, expiry, now; the rest
 /// follow) and records the claimed tasks' events, in one transaction.

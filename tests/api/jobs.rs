@@ -16,6 +16,7 @@ use crate::{
 
 on_every_runner!(
     probe_task_runs_every_stage_and_is_readable_everywhere,
+    tasks_that_write_nothing_end_together_in_the_group_commit,
     task_updated_streams_each_change_until_terminal,
     failing_attempts_are_retried_with_backoff_then_fail,
     queued_and_running_tasks_can_be_cancelled,
@@ -122,6 +123,35 @@ async fn effects(app: &TestApp, id: &str) -> Vec<(i64, i64)> {
 
 fn time(value: &Value) -> DateTime<Utc> {
     value.as_str().unwrap().parse().unwrap()
+}
+
+/// Tasks whose last stage writes nothing of its own end through the
+/// group commit, several endings to one statement: each still ends
+/// `SUCCEEDED` after all its stages, once, and only for the worker that
+/// holds it.
+async fn tasks_that_write_nothing_end_together_in_the_group_commit(backend: Backend) {
+    let app = spawn_app_with(backend, fast_retries()).await;
+    let admin = app.admin().await;
+    let mut ids = Vec::new();
+    for _ in 0..24 {
+        ids.push(
+            probe(
+                &app,
+                &admin.access,
+                json!({ "stages": 2, "effects": false }),
+            )
+            .await,
+        );
+    }
+    for id in &ids {
+        let done = wait_terminal(&app, &admin.access, id).await;
+        assert_eq!(done["status"], "SUCCEEDED", "{done}");
+        assert_eq!(done["stagesDone"], 2);
+        assert_eq!(done["attemptCount"], 1);
+        assert!(done["result"].is_null() && done["progress"].is_null());
+        assert!(done["finishedAt"].is_string());
+        assert!(effects(&app, id).await.is_empty());
+    }
 }
 
 async fn probe_task_runs_every_stage_and_is_readable_everywhere(backend: Backend) {
