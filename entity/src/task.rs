@@ -1,7 +1,8 @@
 use sea_orm::entity::prelude::*;
 
-/// A unit of background work; the row is the truth about it.
-#[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+/// A unit of background work; the row is the truth about it. Serializes
+/// with the column names (new rows reach PostgreSQL as one JSON array).
+#[derive(Clone, Debug, PartialEq, DeriveEntityModel, serde::Serialize)]
 #[sea_orm(table_name = "tasks")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]

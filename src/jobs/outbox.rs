@@ -13,7 +13,7 @@ use tokio::sync::{Notify, watch};
 use uuid::Uuid;
 
 use super::bus::{Event, EventBus};
-use crate::error::AppResult;
+use crate::error::{AppError, AppResult};
 
 /// An event to record.
 pub struct NewEvent {
@@ -23,13 +23,48 @@ pub struct NewEvent {
     pub payload: Value,
 }
 
-/// Records events in the same transaction as the change they describe
-/// (one statement however many).
+/// Records events in the same transaction as the change they describe,
+/// in one statement however many.
+///
+/// On PostgreSQL the events travel as one JSON array, so the statement
+/// text is the same for every count and is prepared once per connection:
+/// a `VALUES` list per count was a new text for each batch size (130 of
+/// them in the job benchmark), parsed and planned every time.
 pub async fn emit(txn: &impl ConnectionTrait, events: Vec<NewEvent>) -> AppResult<()> {
     if events.is_empty() {
         return Ok(());
     }
     let now = Utc::now();
+    if txn.get_database_backend() == DbBackend::Postgres {
+        #[derive(serde::Serialize)]
+        struct Row<'a> {
+            topic: &'a str,
+            aggregate_id: &'a str,
+            owner_id: Option<Uuid>,
+            payload: &'a Value,
+        }
+        let rows: Vec<Row<'_>> = events
+            .iter()
+            .map(|event| Row {
+                topic: event.topic,
+                aggregate_id: &event.aggregate_id,
+                owner_id: event.owner_id,
+                payload: &event.payload,
+            })
+            .collect();
+        let rows = serde_json::to_string(&rows).map_err(AppError::internal)?;
+        txn.execute_raw(Statement::from_sql_and_values(
+            DbBackend::Postgres,
+            "INSERT INTO outbox_events (topic, aggregate_id, owner_id, payload, created_at) \
+             SELECT e.topic, e.aggregate_id, e.owner_id, e.payload, $2 \
+             FROM ROWS FROM (json_to_recordset($1::json) \
+                  AS (topic text, aggregate_id text, owner_id uuid, payload json)) \
+             WITH ORDINALITY AS e(topic, aggregate_id, owner_id, payload, n) ORDER BY e.n",
+            [rows.into(), now.into()],
+        ))
+        .await?;
+        return Ok(());
+    }
     outbox_event::Entity::insert_many(events.into_iter().map(|event| outbox_event::ActiveModel {
         topic: Set(event.topic.to_owned()),
         aggregate_id: Set(event.aggregate_id),

@@ -184,9 +184,30 @@ pub async fn insert_tasks(
             now,
         ));
     }
-    let models = task::Entity::insert_many(rows)
-        .exec_with_returning(txn)
-        .await?;
+    let backend = txn.get_database_backend();
+    let models = if backend == DbBackend::Postgres {
+        // One JSON array and one statement text for any count: a `VALUES`
+        // list of 26 parameters a row was a new text per batch size, and
+        // building it cost the runner as much as PostgreSQL's insert.
+        let rows = rows
+            .into_iter()
+            .map(sea_orm::TryIntoModel::try_into_model)
+            .collect::<Result<Vec<_>, _>>()?;
+        let rows = serde_json::to_string(&rows).map_err(AppError::internal)?;
+        task::Entity::find()
+            .from_raw_sql(stmt(
+                backend,
+                "INSERT INTO tasks SELECT * FROM json_populate_recordset(NULL::tasks, $1::json) \
+                 RETURNING *",
+                vec![rows.into()],
+            ))
+            .all(txn)
+            .await?
+    } else {
+        task::Entity::insert_many(rows)
+            .exec_with_returning(txn)
+            .await?
+    };
     emit_tasks_updated(txn, &models).await?;
     Ok(models)
 }
