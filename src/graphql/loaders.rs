@@ -237,21 +237,16 @@ impl Loader<Uuid> for ResourceNodesLoader {
     type Error = Arc<sea_orm::DbErr>;
 
     async fn load(&self, keys: &[Uuid]) -> Result<HashMap<Uuid, Self::Value>, Self::Error> {
+        let backend = self.0.get_database_backend();
+        let (named, values) = crate::db::uuid_in(backend, "rn.resource_id", 1, keys);
         let sql = format!(
             "SELECT n.*, rn.resource_id AS link FROM resource_nodes rn \
-             JOIN nodes n ON n.id = rn.node_id WHERE rn.resource_id IN ({}) \
-             ORDER BY rn.resource_id, n.depth, n.id",
-            placeholders(1, keys.len())
+             JOIN nodes n ON n.id = rn.node_id WHERE {named} \
+             ORDER BY rn.resource_id, n.depth, n.id"
         );
         let rows = self
             .0
-            .query_all_raw(Statement::from_sql_and_values(
-                self.0.get_database_backend(),
-                sql,
-                keys.iter()
-                    .map(|&id| sea_orm::Value::from(id))
-                    .collect::<Vec<_>>(),
-            ))
+            .query_all_raw(Statement::from_sql_and_values(backend, sql, values))
             .await?;
         let mut by_resource: HashMap<Uuid, Vec<node::Model>> =
             keys.iter().map(|&key| (key, Vec::new())).collect();

@@ -8,15 +8,13 @@ use std::collections::HashMap;
 
 use entity::task;
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, QueryFilter, TransactionTrait,
-    sea_query::Expr,
+    ConnectionTrait, DatabaseConnection, QueryFilter, TransactionTrait, sea_query::Expr,
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use super::{
-    model::TaskStatus,
     policy::Finish,
     store::{self, held_by},
 };
@@ -123,9 +121,6 @@ async fn commit(
     }
     for (stages_done, ids) in plain {
         let now = chrono::Utc::now();
-        let held = sea_orm::Condition::all()
-            .add(task::Column::Status.eq(TaskStatus::Running.as_str()))
-            .add(task::Column::LeaseOwner.eq(worker));
         let models = store::outcome_update(&Finish::Succeeded(None), now)
             .col_expr(task::Column::StagesDone, Expr::value(stages_done))
             .filter(crate::db::uuid_in_expr(
@@ -133,7 +128,7 @@ async fn commit(
                 task::Column::Id,
                 &ids,
             ))
-            .filter(store::by_id_only(held))
+            .filter(store::by_id_only(store::held(worker)))
             .exec_with_returning(&txn)
             .await?;
         finished.extend(models);

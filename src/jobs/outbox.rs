@@ -181,10 +181,9 @@ fn page_statement(backend: DbBackend, position: &Position) -> anyhow::Result<Sta
             // The batch's transactions started at or after `done`'s xmin
             // and before `next`'s xmax. Given as a closed range of plain
             // numbers, the planner sees how narrow it is and reads the
-            // `xact_id` index (with `id > $3` alone it walked the primary
-            // key from the first event).
-            // A batch's first page has no id bound: `id > 0` spans the
-            // whole table, and the planner intersected it with the range.
+            // `xact_id` index. A batch's first page has no id bound:
+            // `id > 0` spans the whole table, and the planner intersected
+            // it with the range.
             let (low, _) = snapshot_bounds(done)?;
             let (_, high) = snapshot_bounds(&next)?;
             let mut values: Vec<sea_orm::Value> =

@@ -423,6 +423,12 @@ pub async fn renew_lease(
 pub fn held_by(id: Uuid, worker: &str) -> sea_orm::Condition {
     sea_orm::Condition::all()
         .add(task::Column::Id.eq(id))
+        .add(held(worker))
+}
+
+/// The task is running under `worker`'s lease.
+pub fn held(worker: &str) -> sea_orm::Condition {
+    sea_orm::Condition::all()
         .add(task::Column::LeaseOwner.eq(worker))
         .add(task::Column::Status.eq(TaskStatus::Running.as_str()))
 }
