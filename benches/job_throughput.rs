@@ -102,15 +102,34 @@ async fn succeeded(db: &sea_orm::DatabaseConnection) -> u64 {
         .expect("count")
 }
 
-/// Waits until `total` bench jobs have succeeded and returns when the last
-/// one finished (its `finished_at`, the commit that ended it). The check
-/// runs every 250 ms: a count of the tasks table every few milliseconds
-/// cost PostgreSQL a quarter of this machine at 60,000 jobs, which the
-/// figures would have charged to the runner.
-async fn wait_for(db: &sea_orm::DatabaseConnection, total: u64) -> chrono::DateTime<chrono::Utc> {
-    while succeeded(db).await < total {
-        tokio::time::sleep(Duration::from_millis(250)).await;
+/// Whether any bench job is still queued or running: two lookups in the
+/// partial indexes of work in flight, however many jobs ran before.
+async fn in_flight(db: &sea_orm::DatabaseConnection) -> bool {
+    for status in ["QUEUED", "RUNNING"] {
+        let any = task::Entity::find()
+            .filter(task::Column::Status.eq(status))
+            .filter(task::Column::Kind.eq(KIND))
+            .one(db)
+            .await
+            .expect("look for work in flight");
+        if any.is_some() {
+            return true;
+        }
     }
+    false
+}
+
+/// Waits until every enqueued bench job has ended, checks that `total`
+/// succeeded, and returns when the last one finished (its `finished_at`,
+/// the commit that ended it). The check looks for work in flight every
+/// 50 ms; counting the whole tasks table that often cost PostgreSQL a
+/// quarter of this machine at 60,000 jobs, which the figures would have
+/// charged to the runner.
+async fn wait_for(db: &sea_orm::DatabaseConnection, total: u64) -> chrono::DateTime<chrono::Utc> {
+    while in_flight(db).await {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(succeeded(db).await, total, "every bench job succeeds");
     task::Entity::find()
         .filter(task::Column::Kind.eq(KIND))
         .order_by_desc(task::Column::FinishedAt)

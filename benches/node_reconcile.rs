@@ -333,10 +333,11 @@ async fn wait_all(
         if event.topic != TASK_UPDATED || !pending.contains(&event.aggregate_id) {
             continue;
         }
-        match event.payload["status"].as_str() {
+        let payload = event.payload::<serde_json::Value>().unwrap_or_default();
+        match payload["status"].as_str() {
             Some("SUCCEEDED") => succeeded += 1,
             Some("SUPERSEDED") => superseded += 1,
-            Some("FAILED" | "CANCELLED") => panic!("task failed: {}", event.payload),
+            Some("FAILED" | "CANCELLED") => panic!("task failed: {payload}"),
             _ => continue,
         }
         pending.remove(&event.aggregate_id);

@@ -982,7 +982,7 @@ impl FeedsSubscription {
                 }
                 let Ok(feed) = services.feeds.feed(viewer.user_id, id).await else { continue };
                 let fetch_state = services.feeds.fetch_state(id).await.ok().flatten().map(FetchState::from);
-                let new_items = event.payload.get("newItems").and_then(|n| n.as_i64()).unwrap_or(0);
+                let new_items = event.payload::<serde_json::Value>().and_then(|payload| payload.get("newItems")?.as_i64()).unwrap_or(0);
                 yield FeedUpdate { feed: Feed(feed), new_items, fetch_state };
             }
         })

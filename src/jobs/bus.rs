@@ -10,8 +10,8 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde_json::value::RawValue;
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
@@ -24,8 +24,18 @@ pub struct Event {
     pub aggregate_id: String,
     /// The user it concerns; `None` for instance-wide events.
     pub owner_id: Option<Uuid>,
-    pub payload: Value,
+    /// The payload's JSON text as the outbox stored it: carried to Redis
+    /// and across processes without being parsed, and parsed only by the
+    /// subscriber that wants it ([`Event::payload`]).
+    pub payload: Box<RawValue>,
     pub created_at: DateTime<Utc>,
+}
+
+impl Event {
+    /// The payload read as `T`; `None` when it does not fit.
+    pub fn payload<T: DeserializeOwned>(&self) -> Option<T> {
+        serde_json::from_str(self.payload.get()).ok()
+    }
 }
 
 /// How many events a slow subscriber may fall behind before it is told it lagged.

@@ -7,9 +7,7 @@
 use std::collections::HashMap;
 
 use entity::task;
-use sea_orm::{
-    ConnectionTrait, DatabaseConnection, QueryFilter, TransactionTrait, sea_query::Expr,
-};
+use sea_orm::{DatabaseConnection, QueryFilter, sea_query::Expr};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
@@ -91,51 +89,37 @@ impl Finisher {
     }
 }
 
+/// One statement per ending that carries a result, one per stage count
+/// for the rest; all commit together.
 async fn commit(
     db: &DatabaseConnection,
     worker: &str,
     batch: &[Ending],
 ) -> AppResult<HashMap<Uuid, task::Model>> {
-    let txn = db.begin().await?;
-    let mut finished = Vec::with_capacity(batch.len());
-    // Endings without a result share one statement per stage count.
+    let backend = db.get_database_backend();
+    let mut statements = Vec::new();
     let mut plain: HashMap<i32, Vec<Uuid>> = HashMap::new();
     for ending in batch {
         match &ending.result {
             None => plain.entry(ending.stages_done).or_default().push(ending.id),
-            Some(result) => {
-                let outcome = Finish::Succeeded(Some(result.clone()));
-                if let Some(model) = store::update_outcome(
-                    &txn,
-                    ending.id,
-                    held_by(ending.id, worker),
-                    &outcome,
-                    Some(ending.stages_done),
-                )
-                .await?
-                {
-                    finished.push(model);
-                }
-            }
+            Some(result) => statements.push(store::outcome_statement(
+                backend,
+                ending.id,
+                held_by(ending.id, worker),
+                &Finish::Succeeded(Some(result.clone())),
+                Some(ending.stages_done),
+            )),
         }
     }
     for (stages_done, ids) in plain {
-        let now = chrono::Utc::now();
-        let models = store::outcome_update(&Finish::Succeeded(None), now)
+        let update = store::outcome_update(&Finish::Succeeded(None), chrono::Utc::now())
             .col_expr(task::Column::StagesDone, Expr::value(stages_done))
-            .filter(crate::db::uuid_in_expr(
-                txn.get_database_backend(),
-                task::Column::Id,
-                &ids,
-            ))
-            .filter(store::by_id_only(store::held(worker)))
-            .exec_with_returning(&txn)
-            .await?;
-        finished.extend(models);
+            .filter(crate::db::uuid_in_expr(backend, task::Column::Id, &ids))
+            .filter(store::by_id_only(store::held(worker)));
+        statements.push(store::returning_all(backend, &update));
     }
-    store::emit_tasks_updated(&txn, &finished).await?;
-    txn.commit().await?;
-    Ok(finished
+    Ok(store::write_tasks(db, statements)
+        .await?
         .into_iter()
         .map(|model| (model.id, model))
         .collect())

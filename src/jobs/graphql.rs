@@ -80,7 +80,7 @@ impl From<&Event> for EventMessage {
             id: ID(event.id.to_string()),
             topic: event.topic.clone(),
             aggregate_id: event.aggregate_id.clone(),
-            payload: Json(event.payload.clone()),
+            payload: Json(event.payload().unwrap_or_default()),
             created_at: event.created_at,
         }
     }
@@ -238,7 +238,7 @@ impl JobsSubscription {
             while !done {
                 let next = match events.recv().await {
                     Ok(event) if event.topic == TASK_UPDATED && event.aggregate_id == aggregate => {
-                        serde_json::from_value::<Task>(event.payload.clone()).ok()
+                        event.payload::<Task>()
                     }
                     Ok(_) => continue,
                     // Fell behind: the database has the truth.

@@ -7,7 +7,9 @@ use std::{sync::Arc, time::Duration};
 
 use chrono::{DateTime, Utc};
 use entity::outbox_event;
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait, Set, Statement};
+use sea_orm::{
+    ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait, FromQueryResult, Set, Statement,
+};
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use uuid::Uuid;
@@ -165,13 +167,43 @@ fn snapshot_bounds(snapshot: &str) -> anyhow::Result<(i64, i64)> {
     Ok((bound()?, bound()?))
 }
 
+/// What the publisher reads of an event: the payload as its JSON text,
+/// delivered as is.
+const COLUMNS: &str =
+    "id, topic, aggregate_id, owner_id, CAST(payload AS TEXT) AS payload, created_at";
+
+#[derive(sea_orm::FromQueryResult)]
+struct StoredEvent {
+    id: i64,
+    topic: String,
+    aggregate_id: String,
+    owner_id: Option<Uuid>,
+    payload: String,
+    created_at: DateTime<Utc>,
+}
+
+impl TryFrom<StoredEvent> for Event {
+    type Error = serde_json::Error;
+
+    fn try_from(row: StoredEvent) -> Result<Self, Self::Error> {
+        Ok(Event {
+            id: row.id,
+            topic: row.topic,
+            aggregate_id: row.aggregate_id,
+            owner_id: row.owner_id,
+            payload: serde_json::value::RawValue::from_string(row.payload)?,
+            created_at: row.created_at,
+        })
+    }
+}
+
 /// The next page of the batch `position` is in: up to [`BATCH`] events in
 /// id order. On PostgreSQL the batch needs its `next` snapshot first.
 fn page_statement(backend: DbBackend, position: &Position) -> anyhow::Result<Statement> {
     Ok(match position {
         Position::Ids { after } => Statement::from_sql_and_values(
             backend,
-            format!("SELECT * FROM outbox_events WHERE id > $1 ORDER BY id LIMIT {BATCH}"),
+            format!("SELECT {COLUMNS} FROM outbox_events WHERE id > $1 ORDER BY id LIMIT {BATCH}"),
             [(*after).into()],
         ),
         Position::Snapshots { done, next, after } => {
@@ -197,7 +229,7 @@ fn page_statement(backend: DbBackend, position: &Position) -> anyhow::Result<Sta
             Statement::from_sql_and_values(
                 backend,
                 format!(
-                    "SELECT * FROM outbox_events WHERE xact_id >= $1 AND xact_id < $2 \
+                    "SELECT {COLUMNS} FROM outbox_events WHERE xact_id >= $1 AND xact_id < $2 \
                      AND NOT pg_visible_in_snapshot(xact_id::text::xid8, $3::pg_snapshot) \
                      AND pg_visible_in_snapshot(xact_id::text::xid8, $4::pg_snapshot) \
                      {paged}ORDER BY id LIMIT {BATCH}"
@@ -348,27 +380,20 @@ impl Publisher {
         }
         // Kept in memory across a failure below: the retry reads the same page.
         self.position = Some(position.clone());
-        let rows = outbox_event::Entity::find()
-            .from_raw_sql(page_statement(self.db.get_database_backend(), &position)?)
-            .all(&self.db)
-            .await?;
+        let rows = StoredEvent::find_by_statement(page_statement(
+            self.db.get_database_backend(),
+            &position,
+        )?)
+        .all(&self.db)
+        .await?;
         let full = rows.len() == BATCH;
         let last = rows.last().map(|row| row.id);
         let published = rows.len();
         if !rows.is_empty() {
-            let events: Vec<Arc<Event>> = rows
+            let events = rows
                 .into_iter()
-                .map(|row| {
-                    Arc::new(Event {
-                        id: row.id,
-                        topic: row.topic,
-                        aggregate_id: row.aggregate_id,
-                        owner_id: row.owner_id,
-                        payload: row.payload,
-                        created_at: row.created_at,
-                    })
-                })
-                .collect();
+                .map(|row| Event::try_from(row).map(Arc::new))
+                .collect::<Result<Vec<_>, _>>()?;
             self.sink.publish(&events).await?;
         }
         let advanced = position.after_page(last, full);

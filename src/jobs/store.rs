@@ -13,14 +13,15 @@ use chrono::{DateTime, Utc};
 use entity::{idempotency_key, task};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction,
-    DbBackend, EntityTrait, QueryFilter, Set, SqlErr, Statement, TransactionTrait, Value,
+    DbBackend, EntityTrait, QueryFilter, QueryTrait, Set, SqlErr, Statement, TransactionTrait,
+    Value,
     sea_query::{Expr, ExprTrait},
 };
 use uuid::Uuid;
 
 pub use super::policy::Finish;
 use super::{
-    model::{NewTask, TASK_UPDATED, Task, TaskStatus},
+    model::{NewTask, TASK_UPDATED, Task, TaskStatus, task_json_sql},
     outbox, policy,
 };
 use crate::error::{AppError, AppResult};
@@ -48,6 +49,65 @@ pub async fn emit_tasks_updated(
 /// Emits one task's current state as a `task.updated` event.
 pub async fn emit_task_updated(txn: &impl ConnectionTrait, model: &task::Model) -> AppResult<()> {
     emit_tasks_updated(txn, std::slice::from_ref(model)).await
+}
+
+/// Runs a statement that writes `tasks` rows and returns them (`…
+/// RETURNING *`), and records each written row's `task.updated` event, in
+/// the caller's transaction.
+///
+/// On PostgreSQL the events are rendered from the written rows by the same
+/// statement ([`task_json_sql`]): one round trip, and no event payload
+/// built in Rust, sent as text and parsed again. Elsewhere they are
+/// emitted after it.
+pub async fn write_tasks_in(
+    conn: &impl ConnectionTrait,
+    statement: Statement,
+) -> AppResult<Vec<task::Model>> {
+    if conn.get_database_backend() != DbBackend::Postgres {
+        let models = task::Entity::find()
+            .from_raw_sql(statement)
+            .all(conn)
+            .await?;
+        emit_tasks_updated(conn, &models).await?;
+        return Ok(models);
+    }
+    let sql = format!(
+        "WITH t AS ({}), e AS (INSERT INTO outbox_events \
+         (topic, aggregate_id, owner_id, payload, created_at) \
+         SELECT '{TASK_UPDATED}', t.id::text, t.owner_id, {}, now() FROM t ORDER BY t.id) \
+         SELECT * FROM t",
+        statement.sql,
+        task_json_sql()
+    );
+    Ok(task::Entity::find()
+        .from_raw_sql(Statement { sql, ..statement })
+        .all(conn)
+        .await?)
+}
+
+/// [`write_tasks_in`] for several statements that commit together (on
+/// PostgreSQL a single statement needs no transaction around it).
+pub async fn write_tasks(
+    db: &DatabaseConnection,
+    mut statements: Vec<Statement>,
+) -> AppResult<Vec<task::Model>> {
+    if statements.len() == 1 && db.get_database_backend() == DbBackend::Postgres {
+        return write_tasks_in(db, statements.remove(0)).await;
+    }
+    let txn = db.begin().await?;
+    let mut models = Vec::new();
+    for statement in statements {
+        models.extend(write_tasks_in(&txn, statement).await?);
+    }
+    txn.commit().await?;
+    Ok(models)
+}
+
+/// A builder's `UPDATE` or `INSERT` that returns the rows it wrote.
+pub fn returning_all(backend: DbBackend, query: &impl QueryTrait) -> Statement {
+    let mut statement = query.build(backend);
+    statement.sql.push_str(" RETURNING *");
+    statement
 }
 
 fn stmt(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement {
@@ -185,7 +245,7 @@ pub async fn insert_tasks(
         ));
     }
     let backend = txn.get_database_backend();
-    let models = if backend == DbBackend::Postgres {
+    let insert = if backend == DbBackend::Postgres {
         // One JSON array and one statement text for any count: a `VALUES`
         // list of 26 parameters a row was a new text per batch size, and
         // building it cost the runner as much as PostgreSQL's insert.
@@ -194,22 +254,16 @@ pub async fn insert_tasks(
             .map(sea_orm::TryIntoModel::try_into_model)
             .collect::<Result<Vec<_>, _>>()?;
         let rows = serde_json::to_string(&rows).map_err(AppError::internal)?;
-        task::Entity::find()
-            .from_raw_sql(stmt(
-                backend,
-                "INSERT INTO tasks SELECT * FROM json_populate_recordset(NULL::tasks, $1::json) \
-                 RETURNING *",
-                vec![rows.into()],
-            ))
-            .all(txn)
-            .await?
+        stmt(
+            backend,
+            "INSERT INTO tasks SELECT * FROM json_populate_recordset(NULL::tasks, $1::json) \
+             RETURNING *",
+            vec![rows.into()],
+        )
     } else {
-        task::Entity::insert_many(rows)
-            .exec_with_returning(txn)
-            .await?
+        returning_all(backend, &task::Entity::insert_many(rows))
     };
-    emit_tasks_updated(txn, &models).await?;
-    Ok(models)
+    write_tasks_in(txn, insert).await
 }
 
 /// Inserts one new task; see [`insert_tasks`].
@@ -378,14 +432,7 @@ async fn claim_with(
     let expires = now + chrono::Duration::from_std(lease).map_err(AppError::internal)?;
     let mut values: Vec<Value> = vec![worker.into(), expires.into(), now.into()];
     values.extend(rest);
-    let txn = db.begin().await?;
-    let claimed = task::Entity::find()
-        .from_raw_sql(stmt(txn.get_database_backend(), sql, values))
-        .all(&txn)
-        .await?;
-    emit_tasks_updated(&txn, &claimed).await?;
-    txn.commit().await?;
-    Ok(claimed)
+    write_tasks(db, vec![stmt(db.get_database_backend(), sql, values)]).await
 }
 
 /// What a heartbeat found.
@@ -557,31 +604,32 @@ pub async fn apply_outcome_in(
     outcome: &Finish,
     stages_done: Option<i32>,
 ) -> AppResult<Option<task::Model>> {
-    let model = update_outcome(txn, id, condition, outcome, stages_done).await?;
-    if let Some(model) = &model {
-        emit_task_updated(txn, model).await?;
-    }
-    Ok(model)
+    let statement = outcome_statement(
+        txn.get_database_backend(),
+        id,
+        condition,
+        outcome,
+        stages_done,
+    );
+    Ok(write_tasks_in(txn, statement).await?.pop())
 }
 
-/// The outcome's row update alone (the caller emits the event).
-pub async fn update_outcome(
-    txn: &DatabaseTransaction,
+/// The outcome's row update, for [`write_tasks_in`].
+pub fn outcome_statement(
+    backend: DbBackend,
     id: Uuid,
     condition: sea_orm::Condition,
     outcome: &Finish,
     stages_done: Option<i32>,
-) -> AppResult<Option<task::Model>> {
+) -> Statement {
     let mut update = outcome_update(outcome, Utc::now());
     if let Some(done) = stages_done {
         update = update.col_expr(task::Column::StagesDone, Expr::value(done));
     }
-    Ok(update
-        .filter(task::Column::Id.eq(id))
-        .filter(condition)
-        .exec_with_returning(txn)
-        .await?
-        .pop())
+    returning_all(
+        backend,
+        &update.filter(task::Column::Id.eq(id)).filter(condition),
+    )
 }
 
 /// Ends the worker's hold on a task. Returns the new state, or `None` when

@@ -515,7 +515,7 @@ impl NodesSubscription {
             loop {
                 match events.recv().await {
                     Ok(event) if event.topic == NODE_STATUS_CHANGED => {
-                        let Ok(change) = serde_json::from_value::<NodeStatusChange>(event.payload.clone()) else {
+                        let Some(change) = event.payload::<NodeStatusChange>() else {
                             continue;
                         };
                         if root_path.as_deref().is_none_or(|root| plan::in_subtree(&change.path, root)) {

@@ -121,6 +121,33 @@ async fn effects(app: &TestApp, id: &str) -> Vec<(i64, i64)> {
         .collect()
 }
 
+/// The payload of the last `task.updated` event the outbox holds for `id`.
+async fn last_task_event(app: &TestApp, id: &str) -> Value {
+    let db = app.database().await;
+    let row = db
+        .query_one_raw(Statement::from_sql_and_values(
+            db.get_database_backend(),
+            "SELECT CAST(payload AS TEXT) AS payload FROM outbox_events \
+             WHERE topic = 'task.updated' AND aggregate_id = $1 ORDER BY id DESC LIMIT 1",
+            vec![id.into()],
+        ))
+        .await
+        .unwrap()
+        .expect("an event for the task");
+    serde_json::from_str(&row.try_get::<String>("", "payload").unwrap()).unwrap()
+}
+
+/// A task's JSON with its timestamps (`…At`) parsed, so that two
+/// spellings of one instant compare equal.
+fn same_instants(mut task: Value) -> Value {
+    for (key, value) in task.as_object_mut().unwrap() {
+        if key.ends_with("At") && value.is_string() {
+            *value = json!(time(value).timestamp_micros());
+        }
+    }
+    task
+}
+
 fn time(value: &Value) -> DateTime<Utc> {
     value.as_str().unwrap().parse().unwrap()
 }
@@ -191,6 +218,12 @@ async fn probe_task_runs_every_stage_and_is_readable_everywhere(backend: Backend
         (Some(id), Some("SUCCEEDED"))
     );
     assert_eq!(body["attemptCount"], 1);
+    // The last event carries the same task as `GET /tasks/{id}` (on
+    // PostgreSQL it is rendered in SQL where the row is written).
+    assert_eq!(
+        same_instants(last_task_event(&app, id).await),
+        same_instants(body.clone())
+    );
 
     let anonymous = app
         .client
