@@ -11,7 +11,7 @@ pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 /// The PostgreSQL server's admin URL (benchmarks create their own databases).
 /// The default speaks plain TCP over loopback, as a co-located deployment
 /// would (and as BullMQ talks to Redis): with the server's TLS on, sqlx
-/// would otherwise encrypt every statement, which measured about 6% of the
+/// would otherwise encrypt every statement, which measured 6–10% of the
 /// job benchmark's CPU.
 pub fn pg_admin() -> String {
     std::env::var("TRELLIS_TEST_PG_URL")
