@@ -179,23 +179,27 @@ const TASK_JSON_FIELDS: [(&str, &str); 19] = [
 ];
 
 /// A `tasks` row `t` as [`Task`] JSON, in PostgreSQL: the same value
-/// `serde_json::to_value(Task::from(&row))` gives (timestamps in UTC with
-/// a `Z`, as chrono writes them).
-pub fn task_json_sql() -> String {
-    let fields: Vec<String> = TASK_JSON_FIELDS
-        .iter()
-        .map(|(key, column)| {
-            if key.ends_with("At") {
-                format!(
-                    "'{key}', to_char({column} AT TIME ZONE 'UTC', \
-                     'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
-                )
-            } else {
-                format!("'{key}', {column}")
-            }
-        })
-        .collect();
-    format!("json_build_object({})", fields.join(", "))
+/// `serde_json::to_value(Task::from(&row))` gives (timestamps, the fields
+/// named `…At`, in UTC with a `Z`, as chrono writes them). Built once: it
+/// is part of every task write.
+pub fn task_json_sql() -> &'static str {
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let fields: Vec<String> = TASK_JSON_FIELDS
+            .iter()
+            .map(|(key, column)| {
+                if key.ends_with("At") {
+                    format!(
+                        "'{key}', to_char({column} AT TIME ZONE 'UTC', \
+                         'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+                    )
+                } else {
+                    format!("'{key}', {column}")
+                }
+            })
+            .collect();
+        format!("json_build_object({})", fields.join(", "))
+    });
+    &SQL
 }
 
 /// A request for background work.
