@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use entity::task;
 use tokio::{sync::Notify, task::JoinHandle};
-use uuid::Uuid;
 
 use super::{Jobs, model::Queue, store};
 use crate::error::AppResult;
@@ -20,9 +19,6 @@ pub trait Dispatcher: Send + Sync + 'static {
     /// Waits a short while for tasks of `queue` and claims up to `max` of
     /// them for this worker. Empty when nothing could be claimed in that time.
     async fn next(&self, jobs: &Jobs, queue: Queue, max: usize) -> AppResult<Vec<task::Model>>;
-
-    /// The worker no longer holds a task it got from `next`.
-    async fn release(&self, queue: Queue, task_id: Uuid);
 
     /// Background upkeep the dispatcher needs in worker processes.
     fn maintenance(
@@ -75,8 +71,6 @@ impl Dispatcher for Embedded {
         }
         Ok(claimed)
     }
-
-    async fn release(&self, _queue: Queue, _task_id: Uuid) {}
 
     fn maintenance(
         &self,

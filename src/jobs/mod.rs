@@ -139,10 +139,6 @@ impl Jobs {
         })
     }
 
-    pub(crate) fn dispatcher(&self) -> &Arc<dyn Dispatcher> {
-        &self.inner.dispatcher
-    }
-
     pub fn db(&self) -> &DatabaseConnection {
         &self.inner.db
     }

@@ -7,7 +7,8 @@
 //! `<prefix>:processing:<worker>` list (reliable fetch: the id is never only
 //! in flight) on a dedicated connection without response timeout (blocking
 //! commands would trip the default one), then claim the task in the
-//! database. Nothing is lost when a worker dies: its task's lease expires,
+//! database, clearing the batch from that list: from then on the task's
+//! lease guards it. Nothing is lost when a worker dies: its task's lease expires,
 //! the reaper requeues it in the database and announces it again; and when a
 //! queue list is empty while the database still has due `QUEUED` tasks
 //! (a push lost between commit and Redis, or a Redis restart), a resync pushes
@@ -113,6 +114,54 @@ impl RedisDispatcher {
         AppError::internal(anyhow::Error::new(error).context("redis"))
     }
 
+    /// Moves up to `max` waiting ids of a queue to our processing list.
+    async fn take(&self, source: &str, processing: &str, max: usize) -> AppResult<Vec<String>> {
+        let mut conn = self.commands.clone();
+        redis::cmd("EVAL")
+            .arg(TAKE_SCRIPT)
+            .arg(2)
+            .arg(source)
+            .arg(processing)
+            .arg(max)
+            .query_async(&mut conn)
+            .await
+            .map_err(Self::internal)
+    }
+
+    /// Waits up to a second for one id of an empty queue, on the queue's
+    /// blocking connection.
+    async fn wait_for_one(
+        &self,
+        queue: Queue,
+        source: &str,
+        processing: &str,
+    ) -> AppResult<Option<String>> {
+        let mut slot = self.blocking[queue as usize].lock().await;
+        if slot.is_none() {
+            *slot = Some(
+                blocking_connection(&self.client)
+                    .await
+                    .map_err(Self::internal)?,
+            );
+        }
+        let Some(conn) = slot.as_mut() else {
+            return Ok(None);
+        };
+        let first: redis::RedisResult<Option<String>> = conn
+            .blmove(
+                source,
+                processing,
+                redis::Direction::Right,
+                redis::Direction::Left,
+                1.0,
+            )
+            .await;
+        first.map_err(|error| {
+            *slot = None;
+            Self::internal(error)
+        })
+    }
+
     /// Moves delayed ids whose time has come onto their queue. `ZREM`
     /// decides which mover pushes each, so several movers never double it.
     async fn move_due(&self) -> redis::RedisResult<usize> {
@@ -198,51 +247,20 @@ impl Dispatcher for RedisDispatcher {
     }
 
     async fn next(&self, jobs: &Jobs, queue: Queue, max: usize) -> AppResult<Vec<task::Model>> {
-        let mut slot = self.blocking[queue as usize].lock().await;
-        if slot.is_none() {
-            *slot = Some(
-                blocking_connection(&self.client)
-                    .await
-                    .map_err(Self::internal)?,
-            );
-        }
-        let Some(conn) = slot.as_mut() else {
-            return Ok(Vec::new());
-        };
         let source = self.keys.queue(queue);
         let processing = self.keys.processing(&self.worker_id, queue);
-        // Wait for one id, then take up to `max - 1` more without waiting;
-        // each id moves to our processing list atomically.
-        let first: redis::RedisResult<Option<String>> = conn
-            .blmove(
-                &source,
-                &processing,
-                redis::Direction::Right,
-                redis::Direction::Left,
-                1.0,
-            )
-            .await;
-        let mut ids = match first {
-            Ok(Some(id)) => vec![id],
-            Ok(None) => return Ok(Vec::new()),
-            Err(error) => {
-                *slot = None;
-                return Err(Self::internal(error));
+        // Under load ids are waiting: take up to `max` without blocking.
+        // Idle, wait for one, then take the rest. Each id moves to our
+        // processing list atomically.
+        let mut ids = self.take(&source, &processing, max).await?;
+        if ids.is_empty() {
+            let Some(first) = self.wait_for_one(queue, &source, &processing).await? else {
+                return Ok(Vec::new());
+            };
+            ids.push(first);
+            if max > 1 {
+                ids.extend(self.take(&source, &processing, max - 1).await?);
             }
-        };
-        drop(slot);
-        if max > 1 {
-            let mut conn = self.commands.clone();
-            let more: Vec<String> = redis::cmd("EVAL")
-                .arg(TAKE_SCRIPT)
-                .arg(2)
-                .arg(&source)
-                .arg(&processing)
-                .arg(max - 1)
-                .query_async(&mut conn)
-                .await
-                .map_err(Self::internal)?;
-            ids.extend(more);
         }
         let uuids: Vec<Uuid> = ids
             .iter()
@@ -251,28 +269,23 @@ impl Dispatcher for RedisDispatcher {
         let settings = jobs.settings();
         let claimed =
             store::claim_ids(jobs.db(), &uuids, &settings.worker_id, settings.lease).await?;
-        if claimed.len() < ids.len() {
-            // Already taken, cancelled or finished: duplicate ids.
-            let mut conn = self.commands.clone();
-            for id in ids
-                .iter()
-                .filter(|id| !claimed.iter().any(|task| task.id.to_string() == **id))
-            {
-                let _: redis::RedisResult<i64> = conn.lrem(&processing, 1, id).await;
-            }
+        // Claimed, the tasks' leases guard them; the rest were duplicates
+        // (already taken, cancelled or finished). Either way the ids have
+        // served their purpose here: one round trip, off the claim's path,
+        // clears the batch.
+        let mut pipe = redis::pipe();
+        for id in &ids {
+            pipe.lrem(&processing, 1, id).ignore();
         }
-        Ok(claimed)
-    }
-
-    async fn release(&self, queue: Queue, task_id: Uuid) {
         let mut conn = self.commands.clone();
-        let processing = self.keys.processing(&self.worker_id, queue);
-        if let Err(error) = conn
-            .lrem::<_, _, i64>(&processing, 1, task_id.to_string())
-            .await
-        {
-            tracing::warn!(task_id = %task_id, error = %error, "clearing a processed id from Redis failed");
-        }
+        tokio::spawn(async move {
+            if let Err(error) = pipe.query_async::<()>(&mut conn).await {
+                // Left over, they only cost memory: nothing reads them back
+                // as work, the database decides.
+                tracing::warn!(count = ids.len(), error = %error, "clearing claimed ids from Redis failed");
+            }
+        });
+        Ok(claimed)
     }
 
     fn maintenance(&self, jobs: Jobs, mut stop: watch::Receiver<bool>) -> Option<JoinHandle<()>> {

@@ -221,9 +221,6 @@ async fn execute(
             tracing::error!(task_id = %task.id, error = %error, "recording a task's outcome failed")
         }
     }
-    if let Some(queue) = Queue::parse(&task.queue) {
-        jobs.dispatcher().release(queue, task.id).await;
-    }
     metrics::gauge!("trellis_tasks_running", "queue" => queue).decrement(1.0);
 }
 

@@ -333,6 +333,15 @@ pub struct Tokens {
 }
 
 impl TestApp {
+    /// A variable the server was started with.
+    pub fn env_var(&self, key: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .rev()
+            .find(|(name, _)| name == key)
+            .map(|(_, value)| value.as_str())
+    }
+
     /// Starts a prepared `trellis serve` command and waits until it listens.
     pub async fn from_command(
         command: Command,

@@ -43,6 +43,11 @@ mod across_processes {
     async fn sigterm_releases_a_running_task_for_another_worker() {
         super::sigterm_releases_a_running_task_for_another_worker().await
     }
+
+    #[tokio::test]
+    async fn claimed_ids_leave_the_redis_lists() {
+        super::claimed_ids_leave_the_redis_lists().await
+    }
 }
 
 const PROBE: &str =
@@ -636,6 +641,59 @@ async fn api_process_sees_a_task_run_by_a_worker_process() {
     assert_eq!(seen.last().unwrap()["status"], "SUCCEEDED");
     assert!(seen.iter().any(|t| t["status"] == "RUNNING"), "{seen:?}");
     assert_eq!(effects(&app, &id).await.len(), 2);
+}
+
+/// Redis holds an id only until a worker has claimed its task: the
+/// worker's processing list is cleared once the claim commits (the lease
+/// guards the task from then on), so finished work leaves nothing behind.
+async fn claimed_ids_leave_the_redis_lists() {
+    let app = spawn_app_with(Backend::PostgresRedis, fast_retries()).await;
+    let admin = app.admin().await;
+    let mut ids = Vec::new();
+    for stages in 1..=12 {
+        let input = json!({ "stages": stages % 3 + 1, "effects": stages % 2 == 0 });
+        ids.push(probe(&app, &admin.access, input).await);
+    }
+    for id in &ids {
+        assert_eq!(
+            wait_terminal(&app, &admin.access, id).await["status"],
+            "SUCCEEDED"
+        );
+    }
+    let prefix = app.env_var("TRELLIS_REDIS_PREFIX").expect("a Redis prefix");
+    let client = redis::Client::open(crate::helpers::redis_url()).expect("redis url");
+    let mut redis = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("redis");
+    let mut held = Vec::new();
+    // The clearing is sent right after the claim; give it a moment.
+    for _ in 0..50 {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{prefix}:*"))
+            .query_async(&mut redis)
+            .await
+            .expect("keys");
+        held = Vec::new();
+        let lists = keys
+            .iter()
+            .filter(|key| key.contains(":processing:") || key.contains(":q:"));
+        for key in lists {
+            let ids: Vec<String> = redis::cmd("LRANGE")
+                .arg(key)
+                .arg(0)
+                .arg(-1)
+                .query_async(&mut redis)
+                .await
+                .expect("lrange");
+            held.extend(ids.into_iter().map(|id| format!("{key}: {id}")));
+        }
+        if held.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(held.is_empty(), "ids left in Redis lists: {held:?}");
 }
 
 async fn periodic_jobs_fire_once_per_period_across_processes() {
