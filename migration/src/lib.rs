@@ -17,6 +17,7 @@ mod m20261130_000005_nodes;
 mod m20261130_000006_node_config_digest;
 mod m20261201_000007_partial_task_indexes;
 mod m20261201_000008_outbox_position;
+mod m20261201_000009_lean_task_indexes;
 
 pub struct Migrator;
 
@@ -32,6 +33,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000006_node_config_digest::Migration),
             Box::new(m20261201_000007_partial_task_indexes::Migration),
             Box::new(m20261201_000008_outbox_position::Migration),
+            Box::new(m20261201_000009_lean_task_indexes::Migration),
         ]
     }
 }

@@ -126,9 +126,10 @@ impl JobsQuery {
         Ok(paginate(
             jobs.db(),
             select,
-            Keyset::descending(vec![task::Column::CreatedAt, task::Column::Id]),
+            // Task ids are UUIDv7, minted at creation: id order is creation order.
+            Keyset::descending(vec![task::Column::Id]),
             PageRequest::new(first, after)?,
-            |t| vec![KeyValue::Time(t.created_at), KeyValue::Uuid(t.id)],
+            |t| vec![KeyValue::Uuid(t.id)],
             |t| Task::from(&t),
         )
         .await?)

@@ -221,6 +221,8 @@ fn new_task_row(
 
 /// Inserts new tasks (advancing their scopes' generations) and their first
 /// events, in the caller's transaction, with one statement for the rows.
+/// Ids are UUIDv7 minted for the new task (`Uuid::now_v7`): task lists
+/// are ordered by id as their creation order.
 pub async fn insert_tasks(
     txn: &impl ConnectionTrait,
     tasks: &[(Uuid, &NewTask)],
@@ -232,6 +234,7 @@ pub async fn insert_tasks(
     let now = Utc::now();
     let mut rows = Vec::with_capacity(tasks.len());
     for (id, new) in tasks {
+        debug_assert_eq!(id.get_version_num(), 7, "task ids are UUIDv7");
         let generation = match &new.scope {
             Some(scope) => Some(advance_generation(txn, scope, now).await?),
             None => None,

@@ -814,7 +814,47 @@ async fn an_event_committed_late_is_published_before_its_aggregates_next(backend
     assert!(late_id < other_id, "the late event's id came before");
 }
 
-crate::on_both_backends!(events_unpublished_before_publication_became_a_position_are_published,);
+crate::on_both_backends!(
+    events_unpublished_before_publication_became_a_position_are_published,
+    tasks_are_listed_newest_first_page_by_page,
+);
+
+/// `tasks` lists the newest first and pages with its cursors: ids are
+/// UUIDv7, so id order is creation order.
+async fn tasks_are_listed_newest_first_page_by_page(backend: Backend) {
+    let app = spawn_app_with(backend, fast_retries()).await;
+    let admin = app.admin().await;
+    let mut created = Vec::new();
+    for _ in 0..5 {
+        created.push(probe(&app, &admin.access, json!({ "effects": false })).await);
+    }
+    let page = "query($after: String) { tasks(filter: { kind: \"system.probe\" }, first: 2, after: $after) \
+                { totalCount pageInfo { hasNextPage endCursor } nodes { id } } }";
+    let mut listed = Vec::new();
+    let mut after = Value::Null;
+    loop {
+        let response = app
+            .gql(page, json!({ "after": after }))
+            .bearer(&admin.access)
+            .send()
+            .await;
+        let tasks = &response.data()["tasks"];
+        assert_eq!(tasks["totalCount"], 5);
+        let nodes = tasks["nodes"].as_array().unwrap();
+        assert!(nodes.len() <= 2);
+        listed.extend(
+            nodes
+                .iter()
+                .map(|node| node["id"].as_str().unwrap().to_owned()),
+        );
+        if tasks["pageInfo"]["hasNextPage"] != true {
+            break;
+        }
+        after = tasks["pageInfo"]["endCursor"].clone();
+    }
+    created.reverse();
+    assert_eq!(listed, created);
+}
 
 /// Migrating a database whose outbox still marked events one by one loses
 /// none: events published before stay published, and one not yet
