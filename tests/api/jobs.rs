@@ -26,6 +26,7 @@ on_every_runner!(
     newer_generation_supersedes_without_writing,
     expired_lease_is_reclaimed_and_resumes_at_the_uncommitted_stage,
     members_see_only_their_own_tasks,
+    a_heartbeat_keeps_a_task_longer_than_its_lease,
 );
 
 mod across_processes {
@@ -562,6 +563,21 @@ async fn newer_generation_supersedes_without_writing(backend: Backend) {
         "a superseded stage writes nothing"
     );
     assert_eq!(effects(&app, &newer).await.len(), 2);
+}
+
+/// A stage may run longer than the lease: the worker's heartbeat renews
+/// it, so the reaper leaves the task alone and it ends in one attempt.
+async fn a_heartbeat_keeps_a_task_longer_than_its_lease(backend: Backend) {
+    let app = spawn_app_with(backend, fast_retries().env("TRELLIS_TASK_LEASE", "1")).await;
+    let admin = app.admin().await;
+    let long = probe(&app, &admin.access, json!({ "stages": 1, "sleepMs": 2500 })).await;
+    let short = probe(&app, &admin.access, json!({ "stages": 2, "sleepMs": 100 })).await;
+    for id in [&long, &short] {
+        let done = wait_terminal(&app, &admin.access, id).await;
+        assert_eq!(done["status"], "SUCCEEDED", "{done}");
+        assert_eq!(done["attemptCount"], 1, "{done}");
+        assert!(done["error"].is_null(), "{done}");
+    }
 }
 
 async fn expired_lease_is_reclaimed_and_resumes_at_the_uncommitted_stage(backend: Backend) {
