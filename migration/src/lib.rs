@@ -18,6 +18,7 @@ mod m20261130_000006_node_config_digest;
 mod m20261201_000007_partial_task_indexes;
 mod m20261201_000008_outbox_position;
 mod m20261201_000009_lean_task_indexes;
+mod m20261201_000010_task_event_snapshots;
 
 pub struct Migrator;
 
@@ -34,6 +35,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000007_partial_task_indexes::Migration),
             Box::new(m20261201_000008_outbox_position::Migration),
             Box::new(m20261201_000009_lean_task_indexes::Migration),
+            Box::new(m20261201_000010_task_event_snapshots::Migration),
         ]
     }
 }

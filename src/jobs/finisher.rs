@@ -4,7 +4,9 @@
 //! — rows and events — in one transaction: while one batch commits, the
 //! next gathers. Every ending stays conditional on this worker's lease.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
 
 use entity::task;
 use sea_orm::{DatabaseConnection, QueryFilter, sea_query::Expr};
@@ -24,7 +26,8 @@ struct Ending {
     id: Uuid,
     result: Option<Value>,
     stages_done: i32,
-    reply: oneshot::Sender<AppResult<Option<task::Model>>>,
+    /// When the task ended, or `None` when its lease was no longer ours.
+    reply: oneshot::Sender<AppResult<Option<DateTime<Utc>>>>,
 }
 
 #[derive(Clone)]
@@ -45,10 +48,14 @@ impl Finisher {
                         Err(_) => break,
                     }
                 }
-                match commit(&db, &worker, &batch).await {
-                    Ok(mut finished) => {
+                // At the database's precision: the instant the rows say.
+                let now = chrono::SubsecRound::trunc_subsecs(Utc::now(), 6);
+                match commit(&db, &worker, &batch, now).await {
+                    Ok(ended) => {
                         for ending in batch {
-                            let _ = ending.reply.send(Ok(finished.remove(&ending.id)));
+                            let _ = ending
+                                .reply
+                                .send(Ok(ended.contains(&ending.id).then_some(now)));
                         }
                     }
                     Err(error) => {
@@ -65,14 +72,15 @@ impl Finisher {
         Finisher { sender }
     }
 
-    /// Records the task `SUCCEEDED` after `stages_done` stages. `None` when
-    /// the lease was no longer this worker's.
+    /// Records the task `SUCCEEDED` after `stages_done` stages, and says
+    /// when (its `finished_at`). `None` when the lease was no longer this
+    /// worker's.
     pub async fn succeed(
         &self,
         id: Uuid,
         result: Option<Value>,
         stages_done: i32,
-    ) -> AppResult<Option<task::Model>> {
+    ) -> AppResult<Option<DateTime<Utc>>> {
         let (reply, answer) = oneshot::channel();
         self.sender
             .send(Ending {
@@ -90,12 +98,14 @@ impl Finisher {
 }
 
 /// One statement per ending that carries a result, one per stage count
-/// for the rest; all commit together.
+/// for the rest; all commit together. Returns the tasks that ended (the
+/// rest were no longer this worker's); no row needs to travel back.
 async fn commit(
     db: &DatabaseConnection,
     worker: &str,
     batch: &[Ending],
-) -> AppResult<HashMap<Uuid, task::Model>> {
+    now: DateTime<Utc>,
+) -> AppResult<HashSet<Uuid>> {
     let backend = db.get_database_backend();
     let mut statements = Vec::new();
     let mut plain: HashMap<i32, Vec<Uuid>> = HashMap::new();
@@ -108,19 +118,19 @@ async fn commit(
                 held_by(ending.id, worker),
                 &Finish::Succeeded(Some(result.clone())),
                 Some(ending.stages_done),
+                now,
             )),
         }
     }
     for (stages_done, ids) in plain {
-        let update = store::outcome_update(&Finish::Succeeded(None), chrono::Utc::now())
+        let update = store::outcome_update(&Finish::Succeeded(None), now)
             .col_expr(task::Column::StagesDone, Expr::value(stages_done))
             .filter(crate::db::uuid_in_expr(backend, task::Column::Id, &ids))
             .filter(store::by_id_only(store::held(worker)));
         statements.push(store::returning_all(backend, &update));
     }
-    Ok(store::write_tasks(db, statements)
+    Ok(store::write_tasks_ids(db, statements)
         .await?
         .into_iter()
-        .map(|model| (model.id, model))
         .collect())
 }

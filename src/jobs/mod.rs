@@ -239,6 +239,7 @@ impl Jobs {
         queue: Queue,
         max: usize,
     ) -> AppResult<Vec<task::Model>> {
+        let max = max.min(store::MAX_TASKS_PER_WRITE);
         let claimed = self.inner.dispatcher.next(self, queue, max).await?;
         if !claimed.is_empty() {
             self.after_commit(None).await;

@@ -126,17 +126,79 @@ pub struct Task {
     pub owner_id: Option<Uuid>,
 }
 
+impl From<TaskSnapshot> for Task {
+    fn from(snapshot: TaskSnapshot) -> Self {
+        Task {
+            id: ID(snapshot.id.to_string()),
+            kind: snapshot.kind,
+            queue: Queue::parse(&snapshot.queue).unwrap_or(Queue::Short),
+            status: TaskStatus::parse(&snapshot.status).unwrap_or(TaskStatus::Failed),
+            stage: snapshot.stage,
+            stages_done: snapshot.stages_done,
+            progress: snapshot.progress.map(Json),
+            result: snapshot.result.map(Json),
+            error: snapshot.error,
+            attempt_count: snapshot.attempt_count,
+            max_attempts: snapshot.max_attempts,
+            scope: snapshot.scope,
+            generation: snapshot.generation,
+            run_at: snapshot.run_at,
+            created_at: snapshot.created_at,
+            updated_at: snapshot.updated_at,
+            started_at: snapshot.started_at,
+            finished_at: snapshot.finished_at,
+            owner_id: snapshot.owner_id,
+        }
+    }
+}
+
 impl From<&task::Model> for Task {
     fn from(model: &task::Model) -> Self {
-        Task {
-            id: ID(model.id.to_string()),
+        Task::from(TaskSnapshot::from(model))
+    }
+}
+
+/// The fields of a task that [`Task`] shows, as columns: what a
+/// `task.updated` event records of the task.
+///
+/// On PostgreSQL a task write stores one per row it wrote, in the SQL
+/// composite type `task_event` ([`task_event_sql`]), binary and unrendered;
+/// the outbox publisher reads them back into this and renders the event
+/// with [`Task`]'s serialisation, the same as `GET /tasks/{id}`.
+#[derive(Debug, Clone, sea_orm::FromQueryResult)]
+pub struct TaskSnapshot {
+    pub id: Uuid,
+    pub kind: String,
+    pub queue: String,
+    pub status: String,
+    pub stage: Option<String>,
+    pub stages_done: i32,
+    pub progress: Option<Value>,
+    pub result: Option<Value>,
+    pub error: Option<String>,
+    pub attempt_count: i32,
+    pub max_attempts: i32,
+    pub scope: Option<String>,
+    pub generation: Option<i64>,
+    pub run_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub owner_id: Option<Uuid>,
+}
+
+impl From<&task::Model> for TaskSnapshot {
+    fn from(model: &task::Model) -> Self {
+        TaskSnapshot {
+            id: model.id,
             kind: model.kind.clone(),
-            queue: Queue::parse(&model.queue).unwrap_or(Queue::Short),
-            status: TaskStatus::parse(&model.status).unwrap_or(TaskStatus::Failed),
+            queue: model.queue.clone(),
+            status: model.status.clone(),
             stage: model.stage.clone(),
             stages_done: model.stages_done,
-            progress: model.progress.clone().map(Json),
-            result: model.result.clone().map(Json),
+            progress: model.progress.clone(),
+            result: model.result.clone(),
             error: model.error.clone(),
             attempt_count: model.attempt_count,
             max_attempts: model.max_attempts,
@@ -152,52 +214,40 @@ impl From<&task::Model> for Task {
     }
 }
 
-/// [`Task`]'s JSON fields and the PostgreSQL expressions that render them
-/// from a `tasks` row named `t`. Rendered where the row is written, the
-/// `task.updated` event needs no round trip through Rust: a claim or a
-/// group commit is one statement ([`task_json_sql`]).
-const TASK_JSON_FIELDS: [(&str, &str); 19] = [
-    ("id", "t.id"),
-    ("kind", "t.kind"),
-    ("queue", "upper(t.queue)"),
-    ("status", "t.status"),
-    ("stage", "t.stage"),
-    ("stagesDone", "t.stages_done"),
-    ("progress", "t.progress"),
-    ("result", "t.result"),
-    ("error", "t.error"),
-    ("attemptCount", "t.attempt_count"),
-    ("maxAttempts", "t.max_attempts"),
-    ("scope", "t.scope"),
-    ("generation", "t.generation"),
-    ("runAt", "t.run_at"),
-    ("createdAt", "t.created_at"),
-    ("updatedAt", "t.updated_at"),
-    ("startedAt", "t.started_at"),
-    ("finishedAt", "t.finished_at"),
-    ("ownerId", "t.owner_id"),
+/// The `tasks` columns a [`TaskSnapshot`] holds, in the attribute order of
+/// the SQL type `task_event` (migration `m20261201_000010`).
+pub const TASK_EVENT_COLUMNS: [&str; 19] = [
+    "id",
+    "kind",
+    "queue",
+    "status",
+    "stage",
+    "stages_done",
+    "progress",
+    "result",
+    "error",
+    "attempt_count",
+    "max_attempts",
+    "scope",
+    "generation",
+    "run_at",
+    "created_at",
+    "updated_at",
+    "started_at",
+    "finished_at",
+    "owner_id",
 ];
 
-/// A `tasks` row `t` as [`Task`] JSON, in PostgreSQL: the same value
-/// `serde_json::to_value(Task::from(&row))` gives (timestamps, the fields
-/// named `…At`, in UTC with a `Z`, as chrono writes them). Built once: it
-/// is part of every task write.
-pub fn task_json_sql() -> &'static str {
+/// A `tasks` row named `t` as a `task_event` snapshot, in PostgreSQL. No
+/// field is rendered: the snapshot is the row's values in binary form.
+/// Built once: it is part of every task write.
+pub fn task_event_sql() -> &'static str {
     static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-        let fields: Vec<String> = TASK_JSON_FIELDS
+        let fields: Vec<String> = TASK_EVENT_COLUMNS
             .iter()
-            .map(|(key, column)| {
-                if key.ends_with("At") {
-                    format!(
-                        "'{key}', to_char({column} AT TIME ZONE 'UTC', \
-                         'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
-                    )
-                } else {
-                    format!("'{key}', {column}")
-                }
-            })
+            .map(|column| format!("t.{column}"))
             .collect();
-        format!("json_build_object({})", fields.join(", "))
+        format!("ROW({})::task_event", fields.join(", "))
     });
     &SQL
 }
@@ -242,18 +292,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_sql_rendering_names_every_field_of_a_task() {
+    fn a_snapshot_holds_every_field_of_a_task() {
         let model = crate::jobs::draft_model(&NewTask::new("probe", Queue::Short, Value::Null));
         let rendered = serde_json::to_value(Task::from(&model)).unwrap();
-        let mut keys: Vec<&str> = rendered
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
-        let mut sql_keys: Vec<&str> = TASK_JSON_FIELDS.iter().map(|(key, _)| *key).collect();
+        let mut keys: Vec<String> = rendered.as_object().unwrap().keys().cloned().collect();
+        let camel = |column: &str| {
+            let mut words = column.split('_');
+            let first = words.next().unwrap_or_default().to_owned();
+            words.fold(first, |mut key, word| {
+                key.push_str(&word[..1].to_uppercase());
+                key.push_str(&word[1..]);
+                key
+            })
+        };
+        let mut columns: Vec<String> = TASK_EVENT_COLUMNS.iter().map(|c| camel(c)).collect();
         keys.sort_unstable();
-        sql_keys.sort_unstable();
-        assert_eq!(keys, sql_keys);
+        columns.sort_unstable();
+        assert_eq!(keys, columns);
     }
 }

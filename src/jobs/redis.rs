@@ -15,8 +15,8 @@
 //! them. Duplicate ids are harmless: the claim is conditional.
 //!
 //! Events: the outbox publisher (one leader at a time, by a Redis lock)
-//! `PUBLISH`es to `<prefix>:events`; every process subscribes and feeds its
-//! own in-process bus.
+//! `PUBLISH`es them to `<prefix>:events`, a JSON array of up to 256 to a
+//! message; every process subscribes and feeds its own in-process bus.
 
 use std::{sync::Arc, time::Duration};
 
@@ -326,6 +326,10 @@ const TAKE_SCRIPT: &str = "local ids = redis.call('RPOP', KEYS[1], ARGV[1]) \
     for _, id in ipairs(ids) do redis.call('LPUSH', KEYS[2], id) end \
     return ids";
 
+/// Events per Redis message: a page of events travels as a few JSON
+/// arrays, not one message each.
+const EVENTS_PER_MESSAGE: usize = 256;
+
 /// Publishes outbox events to Redis; one process at a time holds the
 /// publisher lock, so events leave in outbox order.
 pub struct RedisSink {
@@ -356,13 +360,26 @@ impl Sink for RedisSink {
 
     async fn publish(&self, events: &[Arc<Event>]) -> anyhow::Result<()> {
         let mut pipe = redis::pipe();
-        for event in events {
-            pipe.publish(self.keys.events(), serde_json::to_string(event.as_ref())?)
+        for chunk in events.chunks(EVENTS_PER_MESSAGE) {
+            let chunk: Vec<&Event> = chunk.iter().map(Arc::as_ref).collect();
+            pipe.publish(self.keys.events(), serde_json::to_string(&chunk)?)
                 .ignore();
         }
         let mut conn = self.commands.clone();
         pipe.query_async::<()>(&mut conn).await?;
         Ok(())
+    }
+}
+
+/// What travels on the events channel: a JSON array of events, or one
+/// event alone, as processes of an earlier version publish them. (Not a
+/// `serde(untagged)` enum: it buffers input, which raw payloads cannot
+/// be read from.)
+fn parse_message(text: &str) -> serde_json::Result<Vec<Event>> {
+    if text.trim_start().starts_with('[') {
+        serde_json::from_str(text)
+    } else {
+        serde_json::from_str(text).map(|event| vec![event])
     }
 }
 
@@ -385,9 +402,13 @@ pub fn forward_events(
                             tokio::select! {
                                 message = messages.next() => {
                                     let Some(message) = message else { break };
-                                    match message.get_payload::<String>().map(|text| serde_json::from_str::<Event>(&text)) {
-                                        Ok(Ok(event)) => bus.deliver(Arc::new(event)),
-                                        _ => tracing::warn!("ignoring a malformed event from Redis"),
+                                    match message.get_payload::<String>().map(|text| parse_message(&text)) {
+                                        Ok(Ok(events)) => {
+                                            for event in events {
+                                                bus.deliver(Arc::new(event));
+                                            }
+                                        }
+                                        _ => tracing::warn!("ignoring a malformed event message from Redis"),
                                     }
                                 }
                                 _ = stop.wait_for(|stop| *stop) => return,
@@ -405,4 +426,36 @@ pub fn forward_events(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(id: i64) -> Event {
+        Event {
+            id,
+            topic: "task.updated".into(),
+            aggregate_id: format!("a{id}"),
+            owner_id: None,
+            payload: serde_json::value::to_raw_value(&serde_json::json!({ "n": id })).unwrap(),
+            created_at: Utc::now(),
+        }
+    }
+
+    #[test]
+    fn a_message_carries_an_array_of_events_or_one_event() {
+        let many = serde_json::to_string(&[event(1), event(2)]).unwrap();
+        let parsed = parse_message(&many).unwrap();
+        assert_eq!(
+            parsed
+                .iter()
+                .map(|e| (e.id, e.payload.get()))
+                .collect::<Vec<_>>(),
+            vec![(1, r#"{"n":1}"#), (2, r#"{"n":2}"#)]
+        );
+        let one = serde_json::to_string(&event(3)).unwrap();
+        assert_eq!(parse_message(&one).unwrap()[0].aggregate_id, "a3");
+        assert!(parse_message("{\"id\":").is_err());
+    }
 }

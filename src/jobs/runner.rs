@@ -11,7 +11,7 @@ use std::{
     time::Duration,
 };
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use entity::task;
 use futures_util::FutureExt;
 use sea_orm::{
@@ -192,27 +192,32 @@ async fn execute(
     };
     heartbeat.abort();
 
-    let finished = match outcome {
-        End::Outcome(outcome) => {
-            store::finish(jobs.db(), task.id, &settings.worker_id, outcome).await
-        }
-        End::Finished(model) => Ok(Some(*model)),
+    let ended = match outcome {
+        End::Outcome(outcome) => store::finish(jobs.db(), task.id, &settings.worker_id, outcome)
+            .await
+            .map(|model| model.map(Ended::from)),
+        End::Finished(model) => Ok(Some(Ended::from(*model))),
+        End::Succeeded { finished_at } => Ok(Some(Ended {
+            status: TaskStatus::Succeeded,
+            started_at: task.started_at,
+            finished_at: Some(finished_at),
+            requeued: None,
+        })),
         End::LeaseLost => Ok(None),
     };
-    match finished {
-        Ok(Some(model)) => {
-            let status = TaskStatus::parse(&model.status).unwrap_or(TaskStatus::Failed);
-            if status.is_terminal()
-                && let (Some(started), Some(finished)) = (model.started_at, model.finished_at)
+    match ended {
+        Ok(Some(ended)) => {
+            if ended.status.is_terminal()
+                && let (Some(started), Some(finished)) = (ended.started_at, ended.finished_at)
             {
-                metrics::histogram!("trellis_task_run_seconds", "queue" => queue.clone(), "status" => model.status.clone())
+                metrics::histogram!("trellis_task_run_seconds", "queue" => queue.clone(), "status" => ended.status.as_str())
                     .record((finished - started).to_std().unwrap_or_default().as_secs_f64());
             }
-            if status == TaskStatus::Queued {
+            if ended.status == TaskStatus::Queued {
                 metrics::counter!("trellis_task_retries_total", "queue" => queue.clone())
                     .increment(1);
             }
-            jobs.after_commit(Some(&model)).await;
+            jobs.after_commit(ended.requeued.as_ref()).await;
         }
         Ok(None) => {
             tracing::warn!(task_id = %task.id, "lease lost before the task could be finished");
@@ -228,10 +233,33 @@ async fn execute(
 enum End {
     /// The outcome still has to be recorded.
     Outcome(Finish),
-    /// The last stage committed and recorded `SUCCEEDED` in one transaction.
+    /// The last stage committed and recorded the end in one transaction.
     Finished(Box<task::Model>),
+    /// The group commit recorded `SUCCEEDED`.
+    Succeeded { finished_at: DateTime<Utc> },
     /// Another worker owns the task now.
     LeaseLost,
+}
+
+/// A recorded end, as much as the runner needs of it: metrics, and the
+/// task when it went back to the queue (to be announced).
+struct Ended {
+    status: TaskStatus,
+    started_at: Option<DateTime<Utc>>,
+    finished_at: Option<DateTime<Utc>>,
+    requeued: Option<task::Model>,
+}
+
+impl From<task::Model> for Ended {
+    fn from(model: task::Model) -> Self {
+        let status = TaskStatus::parse(&model.status).unwrap_or(TaskStatus::Failed);
+        Ended {
+            status,
+            started_at: model.started_at,
+            finished_at: model.finished_at,
+            requeued: (status == TaskStatus::Queued).then_some(model),
+        }
+    }
 }
 
 /// Runs the remaining stages.
@@ -286,12 +314,11 @@ async fn run_stages(
                     Some((total, result))
                         if run.txn.is_none() && run.progress.is_none() && task.scope.is_none() =>
                     {
-                        jobs.finisher()
-                            .succeed(task.id, result, total as i32)
-                            .await
-                            .map_err(StageError::from)
-                            .and_then(|model| model.ok_or(StageError::LeaseLost))
-                            .map(Some)
+                        match jobs.finisher().succeed(task.id, result, total as i32).await {
+                            Ok(Some(finished_at)) => return End::Succeeded { finished_at },
+                            Ok(None) => Err(StageError::LeaseLost),
+                            Err(error) => Err(StageError::from(error)),
+                        }
                     }
                     last => commit_stage(&mut run, last).await,
                 }

@@ -21,13 +21,18 @@ use uuid::Uuid;
 
 pub use super::policy::Finish;
 use super::{
-    model::{NewTask, TASK_UPDATED, Task, TaskStatus, task_json_sql},
+    model::{NewTask, TASK_UPDATED, Task, TaskStatus, task_event_sql},
     outbox, policy,
 };
 use crate::error::{AppError, AppResult};
 
 /// Owner key of server-initiated work in `idempotency_keys`.
 const SYSTEM_OWNER: &str = "system";
+
+/// The most tasks one statement writes (an insert of many, a claim): its
+/// events make one outbox entry, which holds fewer than
+/// [`outbox::MAX_EVENTS_PER_ENTRY`].
+pub const MAX_TASKS_PER_WRITE: usize = 1000;
 
 /// Emits the tasks' current states as `task.updated` events.
 pub async fn emit_tasks_updated(
@@ -55,10 +60,9 @@ pub async fn emit_task_updated(txn: &impl ConnectionTrait, model: &task::Model) 
 /// RETURNING *`), and records each written row's `task.updated` event, in
 /// the caller's transaction.
 ///
-/// On PostgreSQL the events are rendered from the written rows by the same
-/// statement ([`task_json_sql`]): one round trip, and no event payload
-/// built in Rust, sent as text and parsed again. Elsewhere they are
-/// emitted after it.
+/// On PostgreSQL the same statement stores the events as one outbox entry
+/// ([`with_task_events`]). Elsewhere each event is rendered here and
+/// emitted after the statement.
 pub async fn write_tasks_in(
     conn: &impl ConnectionTrait,
     statement: Statement,
@@ -71,18 +75,31 @@ pub async fn write_tasks_in(
         emit_tasks_updated(conn, &models).await?;
         return Ok(models);
     }
-    let sql = format!(
-        "WITH t AS ({}), e AS (INSERT INTO outbox_events \
-         (topic, aggregate_id, owner_id, payload, created_at) \
-         SELECT '{TASK_UPDATED}', t.id::text, t.owner_id, {}, now() FROM t ORDER BY t.id) \
-         SELECT * FROM t",
-        statement.sql,
-        task_json_sql()
-    );
     Ok(task::Entity::find()
-        .from_raw_sql(Statement { sql, ..statement })
+        .from_raw_sql(with_task_events(statement, "SELECT * FROM t"))
         .all(conn)
         .await?)
+}
+
+/// A PostgreSQL statement that writes `tasks` rows and returns them,
+/// extended to store their `task.updated` events as one outbox entry — a
+/// typed snapshot of each written row ([`task_event_sql`]), nothing
+/// rendered in SQL, one row however many tasks — and to answer `select`
+/// over the written rows (`t`). One statement, one round trip; the
+/// publisher renders the events.
+fn with_task_events(statement: Statement, select: &str) -> Statement {
+    // Without a `GROUP BY` the aggregate yields one row even for no
+    // tasks; `HAVING` keeps a write that matched nothing from storing an
+    // empty entry.
+    let sql = format!(
+        "WITH t AS ({}), e AS (INSERT INTO outbox_events (topic, tasks, created_at) \
+         SELECT '{TASK_UPDATED}', array_agg({} ORDER BY t.id), now() FROM t \
+         HAVING count(*) > 0) \
+         {select}",
+        statement.sql,
+        task_event_sql()
+    );
+    Statement { sql, ..statement }
 }
 
 /// [`write_tasks_in`] for several statements that commit together (on
@@ -101,6 +118,29 @@ pub async fn write_tasks(
     }
     txn.commit().await?;
     Ok(models)
+}
+
+/// [`write_tasks`] for writes whose rows the caller does not need back:
+/// the ids of the rows written. A single statement on PostgreSQL (a group
+/// commit of like endings) sends no row back.
+pub async fn write_tasks_ids(
+    db: &DatabaseConnection,
+    mut statements: Vec<Statement>,
+) -> AppResult<Vec<Uuid>> {
+    if statements.len() == 1 && db.get_database_backend() == DbBackend::Postgres {
+        let rows = db
+            .query_all_raw(with_task_events(statements.remove(0), "SELECT id FROM t"))
+            .await?;
+        return rows
+            .iter()
+            .map(|row| Ok(row.try_get::<Uuid>("", "id")?))
+            .collect();
+    }
+    Ok(write_tasks(db, statements)
+        .await?
+        .into_iter()
+        .map(|model| model.id)
+        .collect())
 }
 
 /// A builder's `UPDATE` or `INSERT` that returns the rows it wrote.
@@ -220,53 +260,63 @@ fn new_task_row(
 }
 
 /// Inserts new tasks (advancing their scopes' generations) and their first
-/// events, in the caller's transaction, with one statement for the rows.
-/// Ids are UUIDv7 minted for the new task (`Uuid::now_v7`): task lists
-/// are ordered by id as their creation order.
+/// events, in the caller's transaction, with one statement per
+/// [`MAX_TASKS_PER_WRITE`] rows, and returns them as inserted. Ids are
+/// UUIDv7 minted for the new task (`Uuid::now_v7`): task lists are ordered
+/// by id as their creation order.
 pub async fn insert_tasks(
     txn: &impl ConnectionTrait,
     tasks: &[(Uuid, &NewTask)],
     default_max_attempts: i32,
 ) -> AppResult<Vec<task::Model>> {
-    if tasks.is_empty() {
-        return Ok(Vec::new());
-    }
-    let now = Utc::now();
-    let mut rows = Vec::with_capacity(tasks.len());
+    // At the databases' precision, so the models returned are the rows stored.
+    let now = chrono::SubsecRound::trunc_subsecs(Utc::now(), 6);
+    let mut models = Vec::with_capacity(tasks.len());
     for (id, new) in tasks {
         debug_assert_eq!(id.get_version_num(), 7, "task ids are UUIDv7");
         let generation = match &new.scope {
             Some(scope) => Some(advance_generation(txn, scope, now).await?),
             None => None,
         };
-        rows.push(new_task_row(
-            new,
-            *id,
-            generation,
-            default_max_attempts,
-            now,
-        ));
+        let row = new_task_row(new, *id, generation, default_max_attempts, now);
+        models.push(sea_orm::TryIntoModel::try_into_model(row)?);
     }
     let backend = txn.get_database_backend();
-    let insert = if backend == DbBackend::Postgres {
-        // One JSON array and one statement text for any count: a `VALUES`
-        // list of 26 parameters a row was a new text per batch size, and
-        // building it cost the runner as much as PostgreSQL's insert.
-        let rows = rows
-            .into_iter()
-            .map(sea_orm::TryIntoModel::try_into_model)
-            .collect::<Result<Vec<_>, _>>()?;
-        let rows = serde_json::to_string(&rows).map_err(AppError::internal)?;
-        stmt(
+    for chunk in models.chunks(MAX_TASKS_PER_WRITE) {
+        if backend != DbBackend::Postgres {
+            let rows = chunk
+                .iter()
+                .map(|model| task::ActiveModel::from(model.clone()).reset_all());
+            task::Entity::insert_many(rows)
+                .exec_without_returning(txn)
+                .await?;
+            emit_tasks_updated(txn, chunk).await?;
+            continue;
+        }
+        // The rows as one JSON array, one statement text for any count (a
+        // `VALUES` list of 26 parameters a row was a new text per batch
+        // size). Every column comes from here, so the rows are what
+        // `models` says and need not travel back.
+        let rows = serde_json::to_string(chunk).map_err(AppError::internal)?;
+        let insert = stmt(
             backend,
             "INSERT INTO tasks SELECT * FROM json_populate_recordset(NULL::tasks, $1::json) \
              RETURNING *",
             vec![rows.into()],
-        )
-    } else {
-        returning_all(backend, &task::Entity::insert_many(rows))
-    };
-    write_tasks_in(txn, insert).await
+        );
+        let inserted = txn
+            .query_one_raw(with_task_events(insert, "SELECT count(*) AS n FROM t"))
+            .await?
+            .map(|row| row.try_get::<i64>("", "n"))
+            .transpose()?;
+        if inserted != Some(chunk.len() as i64) {
+            return Err(AppError::internal(anyhow::anyhow!(
+                "inserted {inserted:?} of {} tasks",
+                chunk.len()
+            )));
+        }
+    }
+    Ok(models)
 }
 
 /// Inserts one new task; see [`insert_tasks`].
@@ -365,7 +415,7 @@ pub async fn claim_next(
     lease: Duration,
     limit: usize,
 ) -> AppResult<Vec<task::Model>> {
-    let limit = limit.max(1);
+    let limit = limit.clamp(1, MAX_TASKS_PER_WRITE);
     let sql = if db.get_database_backend() == DbBackend::Postgres {
         // A CTE runs the locking subquery exactly once; `IN (SELECT … LIMIT
         // … SKIP LOCKED)` may be re-evaluated and exceed the limit.
@@ -394,6 +444,10 @@ pub async fn claim_ids(
     if ids.is_empty() {
         return Ok(Vec::new());
     }
+    debug_assert!(
+        ids.len() <= MAX_TASKS_PER_WRITE,
+        "a claim names at most MAX_TASKS_PER_WRITE"
+    );
     let (named, values) = crate::db::uuid_in(db.get_database_backend(), "id", 4, ids);
     let sql = format!(
         "UPDATE tasks {CLAIM_SET} WHERE {named} AND {QUEUED_AND_DUE_BY_ID_ONLY} RETURNING *"
@@ -613,6 +667,7 @@ pub async fn apply_outcome_in(
         condition,
         outcome,
         stages_done,
+        Utc::now(),
     );
     Ok(write_tasks_in(txn, statement).await?.pop())
 }
@@ -624,8 +679,9 @@ pub fn outcome_statement(
     condition: sea_orm::Condition,
     outcome: &Finish,
     stages_done: Option<i32>,
+    now: DateTime<Utc>,
 ) -> Statement {
-    let mut update = outcome_update(outcome, Utc::now());
+    let mut update = outcome_update(outcome, now);
     if let Some(done) = stages_done {
         update = update.col_expr(task::Column::StagesDone, Expr::value(done));
     }

@@ -27,6 +27,7 @@ on_every_runner!(
     expired_lease_is_reclaimed_and_resumes_at_the_uncommitted_stage,
     members_see_only_their_own_tasks,
     a_heartbeat_keeps_a_task_longer_than_its_lease,
+    the_events_of_one_task_write_are_delivered_one_by_one,
 );
 
 mod across_processes {
@@ -130,21 +131,19 @@ async fn effects(app: &TestApp, id: &str) -> Vec<(i64, i64)> {
 /// The payload of the last `task.updated` event the outbox holds for `id`.
 async fn last_task_event(app: &TestApp, id: &str) -> Value {
     let db = app.database().await;
-    let row = db
-        .query_one_raw(Statement::from_sql_and_values(
-            db.get_database_backend(),
-            "SELECT CAST(payload AS TEXT) AS payload FROM outbox_events \
-             WHERE topic = 'task.updated' AND aggregate_id = $1 ORDER BY id DESC LIMIT 1",
-            vec![id.into()],
-        ))
+    trellis::jobs::outbox::stored_events(&db, "task.updated")
         .await
         .unwrap()
-        .expect("an event for the task");
-    serde_json::from_str(&row.try_get::<String>("", "payload").unwrap()).unwrap()
+        .iter()
+        .rev()
+        .find(|event| event.aggregate_id == id)
+        .and_then(|event| event.payload())
+        .expect("an event for the task")
 }
 
 /// A task's JSON with its timestamps (`…At`) parsed, so that two
-/// spellings of one instant compare equal.
+/// spellings of one instant (SQL's six digits, chrono's as few as needed)
+/// compare equal.
 fn same_instants(mut task: Value) -> Value {
     for (key, value) in task.as_object_mut().unwrap() {
         if key.ends_with("At") && value.is_string() {
@@ -224,12 +223,10 @@ async fn probe_task_runs_every_stage_and_is_readable_everywhere(backend: Backend
         (Some(id), Some("SUCCEEDED"))
     );
     assert_eq!(body["attemptCount"], 1);
-    // The last event carries the same task as `GET /tasks/{id}` (on
-    // PostgreSQL it is rendered in SQL where the row is written).
-    assert_eq!(
-        same_instants(last_task_event(&app, id).await),
-        same_instants(body.clone())
-    );
+    // The last event carries the same task as `GET /tasks/{id}`, to the
+    // letter (on PostgreSQL the write stores a snapshot of the row, which
+    // the publisher renders as the API does).
+    assert_eq!(last_task_event(&app, id).await, body);
 
     let anonymous = app
         .client
@@ -775,6 +772,196 @@ crate::per_backend!(
     [postgres => Postgres, postgres_redis => PostgresRedis];
     an_event_committed_late_is_published_before_its_aggregates_next,
 );
+
+crate::per_backend!(
+    [postgres => Postgres];
+    the_task_event_type_holds_the_snapshot_columns,
+    task_event_snapshots_migrate_down_to_one_event_rows,
+);
+
+/// Undoing `m20261201_000010_task_event_snapshots` turns each stored
+/// snapshot back into the one-event row an earlier version reads, with
+/// the payload the publisher would have rendered; redoing it keeps them.
+async fn task_event_snapshots_migrate_down_to_one_event_rows(backend: Backend) {
+    use migration::MigratorTrait;
+
+    let dir = tempfile::tempdir().unwrap();
+    let database = crate::helpers::TestDatabase::create(backend, dir.path()).await;
+    let db = sea_orm::Database::connect(&database.url).await.unwrap();
+    migration::Migrator::up(&db, None).await.unwrap();
+    let new = trellis::jobs::model::NewTask::new(
+        "system.probe",
+        trellis::jobs::model::Queue::Short,
+        json!({ "stages": 1 }),
+    );
+    let ids = [uuid::Uuid::now_v7(), uuid::Uuid::now_v7()];
+    let txn = db.begin().await.unwrap();
+    trellis::jobs::store::insert_tasks(&txn, &[(ids[0], &new), (ids[1], &new)], 3)
+        .await
+        .unwrap();
+    txn.commit().await.unwrap();
+    let rendered = trellis::jobs::outbox::stored_events(&db, "task.updated")
+        .await
+        .unwrap();
+    assert_eq!(rendered.len(), 2);
+
+    migration::Migrator::down(&db, Some(1)).await.unwrap();
+    let rows = db
+        .query_all_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT aggregate_id, CAST(payload AS TEXT) AS payload FROM outbox_events ORDER BY id",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2, "one row per event");
+    for (row, event) in rows.iter().zip(&rendered) {
+        assert_eq!(
+            row.try_get::<String>("", "aggregate_id").unwrap(),
+            event.aggregate_id
+        );
+        let payload: Value =
+            serde_json::from_str(&row.try_get::<String>("", "payload").unwrap()).unwrap();
+        assert_eq!(
+            same_instants(payload),
+            same_instants(event.payload::<Value>().unwrap())
+        );
+    }
+
+    migration::Migrator::up(&db, None).await.unwrap();
+    let again = trellis::jobs::outbox::stored_events(&db, "task.updated")
+        .await
+        .unwrap();
+    assert_eq!(
+        again
+            .iter()
+            .map(|e| e.payload::<Value>())
+            .collect::<Vec<_>>(),
+        rendered
+            .iter()
+            .map(|e| e.payload::<Value>())
+            .collect::<Vec<_>>()
+    );
+    db.close().await.unwrap();
+}
+
+/// The SQL type a task write snapshots its rows into has the attributes,
+/// in order, that the write fills and the publisher reads back.
+async fn the_task_event_type_holds_the_snapshot_columns(backend: Backend) {
+    let app = spawn_app_with(backend, AppOptions::default()).await;
+    let db = app.database().await;
+    let rows = db
+        .query_all_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT a.attname::text AS name FROM pg_attribute a JOIN pg_type t ON t.typrelid = a.attrelid \
+             WHERE t.typname = 'task_event' AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+        ))
+        .await
+        .unwrap();
+    let names: Vec<String> = rows
+        .iter()
+        .map(|row| row.try_get::<String>("", "name").unwrap())
+        .collect();
+    assert_eq!(names, trellis::jobs::model::TASK_EVENT_COLUMNS);
+}
+
+/// Tasks written by one statement (here three inserted at once, as a bulk
+/// enqueue does) have their events stored together — on PostgreSQL as one
+/// outbox entry of row snapshots — and delivered one by one: each with its
+/// own id, its task as aggregate, and that task as payload.
+async fn the_events_of_one_task_write_are_delivered_one_by_one(backend: Backend) {
+    let app = spawn_app_with(backend, fast_retries()).await;
+    let admin = app.admin().await;
+    let mut socket = subscribe(
+        &app,
+        &admin.access,
+        "e",
+        "subscription { events(topics: [\"task.updated\"]) { id aggregateId payload } }",
+        json!({}),
+    )
+    .await;
+    // The subscription is live once an event sent after it arrives.
+    let ready = probe(&app, &admin.access, json!({ "effects": false })).await;
+    loop {
+        let message = next(&mut socket).await.unwrap();
+        if message["payload"]["data"]["events"]["aggregateId"] == ready.as_str() {
+            break;
+        }
+    }
+
+    let db = app.database().await;
+    let new = trellis::jobs::model::NewTask::new(
+        "system.probe",
+        trellis::jobs::model::Queue::Short,
+        json!({ "stages": 1, "sleepMs": 0, "failAttempts": 0, "effects": false }),
+    );
+    let ids: Vec<uuid::Uuid> = (0..3).map(|_| uuid::Uuid::now_v7()).collect();
+    let txn = db.begin().await.unwrap();
+    let rows: Vec<(uuid::Uuid, &trellis::jobs::model::NewTask)> =
+        ids.iter().map(|id| (*id, &new)).collect();
+    let inserted = trellis::jobs::store::insert_tasks(&txn, &rows, 3)
+        .await
+        .unwrap();
+    txn.commit().await.unwrap();
+    assert_eq!(inserted.iter().map(|t| t.id).collect::<Vec<_>>(), ids);
+
+    if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+        // The entry that holds the first one's QUEUED snapshot (workers
+        // may have claimed some already: later entries).
+        let entry = db
+            .query_one_raw(Statement::from_sql_and_values(
+                sea_orm::DbBackend::Postgres,
+                "SELECT cardinality(o.tasks) AS n FROM outbox_events o WHERE EXISTS \
+                 (SELECT 1 FROM unnest(o.tasks) s WHERE s.id = $1 AND s.status = 'QUEUED') \
+                 ORDER BY o.id LIMIT 1",
+                vec![ids[0].into()],
+            ))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            entry.try_get::<i32>("", "n").unwrap(),
+            3,
+            "one entry for the three"
+        );
+    }
+
+    // Their QUEUED events, in order, each once (later ones may follow as
+    // the workers run them).
+    let mut queued = Vec::new();
+    while queued.len() < 3 {
+        let event = next(&mut socket).await.unwrap()["payload"]["data"]["events"].clone();
+        if event["payload"]["status"] == "QUEUED" {
+            queued.push(event);
+        }
+    }
+    let aggregates: Vec<String> = queued
+        .iter()
+        .map(|event| event["aggregateId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        aggregates,
+        ids.iter().map(|id| id.to_string()).collect::<Vec<_>>()
+    );
+    for event in &queued {
+        assert_eq!(event["payload"]["id"], event["aggregateId"]);
+        assert_eq!(event["payload"]["kind"], "system.probe");
+    }
+    let event_ids: Vec<i64> = queued
+        .iter()
+        .map(|event| event["id"].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        event_ids.windows(2).all(|pair| pair[0] < pair[1]),
+        "distinct ids in order: {event_ids:?}"
+    );
+    // And all three run to the end.
+    for id in &ids {
+        assert_eq!(
+            wait_terminal(&app, &admin.access, &id.to_string()).await["status"],
+            "SUCCEEDED"
+        );
+    }
+}
 
 /// The publisher reads the outbox by id. An event whose transaction was
 /// still open when later ids were published (a gap) is published once it
