@@ -28,6 +28,11 @@ pub async fn connect(config: &Config) -> anyhow::Result<DatabaseConnection> {
         .min_connections(1)
         .connect_timeout(Duration::from_secs(10))
         .acquire_timeout(Duration::from_secs(30))
+        // A connection that sat idle is pinged before use (a server,
+        // proxy or firewall may have dropped it); a busy one is not: the
+        // default pings on every checkout, one more round trip before
+        // every statement.
+        .test_before_acquire_if_idle_for(Duration::from_secs(30))
         .sqlx_logging(false);
     if backend == Backend::Sqlite {
         // WAL lets readers proceed while one writer commits; foreign keys are
