@@ -78,6 +78,45 @@ pub fn placeholders(start: usize, count: usize) -> String {
         .join(", ")
 }
 
+/// `sql` with every placeholder `$n` renumbered `$(n + by)`, so that it can
+/// join another statement's text whose `by` parameters come first.
+/// Quoted text (`'…'`, `"…"`) is left alone; dollar-quoted strings are not
+/// recognised (none of our statements has one).
+pub fn shift_placeholders(sql: &str, by: usize) -> String {
+    if by == 0 {
+        return sql.to_owned();
+    }
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut chars = sql.chars().peekable();
+    let mut quote = None;
+    while let Some(c) = chars.next() {
+        match quote {
+            Some(q) => {
+                out.push(c);
+                if c == q {
+                    quote = None;
+                }
+            }
+            None if c == '\'' || c == '"' => {
+                quote = Some(c);
+                out.push(c);
+            }
+            None if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) => {
+                let mut digits = String::new();
+                while let Some(d) = chars.next_if(char::is_ascii_digit) {
+                    digits.push(d);
+                }
+                // Digits only, so the parse cannot fail short of overflow.
+                let n: usize = digits.parse().unwrap_or(0);
+                out.push('$');
+                out.push_str(&(n + by).to_string());
+            }
+            None => out.push(c),
+        }
+    }
+    out
+}
+
 /// `column` is one of `ids`, for raw SQL whose parameters start at `$start`.
 /// On PostgreSQL it is `= ANY($start)` with one array parameter: the same
 /// statement text whatever the count, so it is prepared once per
@@ -119,4 +158,26 @@ fn uuid_array(ids: &[uuid::Uuid]) -> sea_orm::Value {
         sea_orm::sea_query::ArrayType::Uuid,
         Some(Box::new(ids.iter().map(|id| (*id).into()).collect())),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_shifted_outside_quotes_only() {
+        assert_eq!(
+            shift_placeholders("UPDATE t SET a = $1, b = $12 WHERE c = ANY($3)", 4),
+            "UPDATE t SET a = $5, b = $16 WHERE c = ANY($7)"
+        );
+        assert_eq!(
+            shift_placeholders("SELECT '$1', \"$2\", $2, 'it''s $3' || $3", 10),
+            "SELECT '$1', \"$2\", $12, 'it''s $3' || $13"
+        );
+        assert_eq!(
+            shift_placeholders("SELECT $ AS x, $1", 1),
+            "SELECT $ AS x, $2"
+        );
+        assert_eq!(shift_placeholders("SELECT $1", 0), "SELECT $1");
+    }
 }

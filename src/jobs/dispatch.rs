@@ -7,7 +7,11 @@ use std::sync::Arc;
 use entity::task;
 use tokio::{sync::Notify, task::JoinHandle};
 
-use super::{Jobs, model::Queue, store};
+use super::{
+    Jobs,
+    model::Queue,
+    store::{self, Claim},
+};
 use crate::error::AppResult;
 
 #[async_trait::async_trait]
@@ -19,6 +23,15 @@ pub trait Dispatcher: Send + Sync + 'static {
     /// Waits a short while for tasks of `queue` and claims up to `max` of
     /// them for this worker. Empty when nothing could be claimed in that time.
     async fn next(&self, jobs: &Jobs, queue: Queue, max: usize) -> AppResult<Vec<task::Model>>;
+
+    /// Without waiting: what this worker may try to claim of `queue`, up
+    /// to `max` tasks, for a claim that commits elsewhere (the group
+    /// commit hands freed slots their next tasks). Settle it afterwards.
+    async fn take(&self, queue: Queue, max: usize) -> AppResult<Claim>;
+
+    /// After a claim from [`Dispatcher::take`] committed (`claimed`) or
+    /// failed: the dispatcher's own bookkeeping, off the caller's path.
+    fn settle(&self, queue: Queue, claim: Claim, claimed: bool);
 
     /// Background upkeep the dispatcher needs in worker processes.
     fn maintenance(
@@ -55,14 +68,8 @@ impl Dispatcher for Embedded {
 
     async fn next(&self, jobs: &Jobs, queue: Queue, max: usize) -> AppResult<Vec<task::Model>> {
         let settings = jobs.settings();
-        let claimed = store::claim_next(
-            jobs.db(),
-            queue.as_str(),
-            &settings.worker_id,
-            settings.lease,
-            max,
-        )
-        .await?;
+        let claim = self.take(queue, max).await?;
+        let claimed = store::claim(jobs.db(), &claim, &settings.worker_id, settings.lease).await?;
         if claimed.is_empty() {
             tokio::select! {
                 _ = self.wake[queue as usize].notified() => {}
@@ -71,6 +78,13 @@ impl Dispatcher for Embedded {
         }
         Ok(claimed)
     }
+
+    /// The database picks: the oldest due tasks when the claim runs.
+    async fn take(&self, queue: Queue, max: usize) -> AppResult<Claim> {
+        Ok(Claim::Next { queue, limit: max })
+    }
+
+    fn settle(&self, _queue: Queue, _claim: Claim, _claimed: bool) {}
 
     fn maintenance(
         &self,

@@ -135,7 +135,14 @@ impl Jobs {
     /// The group-commit finisher, started on first use.
     pub(crate) fn finisher(&self) -> &finisher::Finisher {
         self.inner.finisher.get_or_init(|| {
-            finisher::Finisher::start(self.inner.db.clone(), self.inner.settings.worker_id.clone())
+            finisher::Finisher::start(
+                self.inner.db.clone(),
+                finisher::Claimer {
+                    dispatcher: self.inner.dispatcher.clone(),
+                    worker: self.inner.settings.worker_id.clone(),
+                    lease: self.inner.settings.lease,
+                },
+            )
         })
     }
 

@@ -37,7 +37,7 @@ use super::{
     dispatch::Dispatcher,
     model::{Queue, TaskStatus},
     outbox::Sink,
-    store,
+    store::{self, Claim},
 };
 use crate::error::{AppError, AppResult};
 
@@ -115,17 +115,54 @@ impl RedisDispatcher {
     }
 
     /// Moves up to `max` waiting ids of a queue to our processing list.
-    async fn take(&self, source: &str, processing: &str, max: usize) -> AppResult<Vec<String>> {
+    async fn take_ids(&self, queue: Queue, max: usize) -> AppResult<Vec<Uuid>> {
         let mut conn = self.commands.clone();
-        redis::cmd("EVAL")
+        let ids: Vec<String> = redis::cmd("EVAL")
             .arg(TAKE_SCRIPT)
             .arg(2)
-            .arg(source)
-            .arg(processing)
+            .arg(self.keys.queue(queue))
+            .arg(self.keys.processing(&self.worker_id, queue))
             .arg(max)
             .query_async(&mut conn)
             .await
-            .map_err(Self::internal)
+            .map_err(Self::internal)?;
+        Ok(self.parse_ids(queue, ids))
+    }
+
+    /// The ids as task ids; anything else is dropped from our processing
+    /// list (nothing else pushes there, so it would only linger).
+    fn parse_ids(&self, queue: Queue, ids: Vec<String>) -> Vec<Uuid> {
+        let (uuids, junk): (Vec<_>, Vec<_>) = ids
+            .into_iter()
+            .map(|id| Uuid::parse_str(&id).map_err(|_| id))
+            .partition(Result::is_ok);
+        let junk: Vec<String> = junk.into_iter().filter_map(Result::err).collect();
+        if !junk.is_empty() {
+            tracing::warn!(
+                count = junk.len(),
+                queue = queue.key(),
+                "dropping ids that are not task ids from Redis"
+            );
+            self.clear(queue, junk);
+        }
+        uuids.into_iter().filter_map(Result::ok).collect()
+    }
+
+    /// Removes ids from our processing list, off the caller's path.
+    fn clear(&self, queue: Queue, ids: Vec<String>) {
+        let processing = self.keys.processing(&self.worker_id, queue);
+        let mut pipe = redis::pipe();
+        for id in &ids {
+            pipe.lrem(&processing, 1, id).ignore();
+        }
+        let mut conn = self.commands.clone();
+        tokio::spawn(async move {
+            if let Err(error) = pipe.query_async::<()>(&mut conn).await {
+                // Left over, they only cost memory: nothing reads them back
+                // as work, the database decides.
+                tracing::warn!(count = ids.len(), error = %error, "clearing claimed ids from Redis failed");
+            }
+        });
     }
 
     /// Waits up to a second for one id of an empty queue, on the queue's
@@ -247,45 +284,60 @@ impl Dispatcher for RedisDispatcher {
     }
 
     async fn next(&self, jobs: &Jobs, queue: Queue, max: usize) -> AppResult<Vec<task::Model>> {
-        let source = self.keys.queue(queue);
-        let processing = self.keys.processing(&self.worker_id, queue);
         // Under load ids are waiting: take up to `max` without blocking.
         // Idle, wait for one, then take the rest. Each id moves to our
         // processing list atomically.
-        let mut ids = self.take(&source, &processing, max).await?;
+        let mut ids = self.take_ids(queue, max).await?;
         if ids.is_empty() {
+            let source = self.keys.queue(queue);
+            let processing = self.keys.processing(&self.worker_id, queue);
             let Some(first) = self.wait_for_one(queue, &source, &processing).await? else {
                 return Ok(Vec::new());
             };
-            ids.push(first);
+            ids.extend(self.parse_ids(queue, vec![first]));
             if max > 1 {
-                ids.extend(self.take(&source, &processing, max - 1).await?);
+                ids.extend(self.take_ids(queue, max - 1).await?);
             }
         }
-        let uuids: Vec<Uuid> = ids
-            .iter()
-            .filter_map(|id| Uuid::parse_str(id).ok())
-            .collect();
         let settings = jobs.settings();
-        let claimed =
-            store::claim_ids(jobs.db(), &uuids, &settings.worker_id, settings.lease).await?;
-        // Claimed, the tasks' leases guard them; the rest were duplicates
-        // (already taken, cancelled or finished). Either way the ids have
-        // served their purpose here: one round trip, off the claim's path,
-        // clears the batch.
-        let mut pipe = redis::pipe();
-        for id in &ids {
-            pipe.lrem(&processing, 1, id).ignore();
+        let claim = Claim::Ids(ids);
+        let claimed = store::claim(jobs.db(), &claim, &settings.worker_id, settings.lease).await;
+        self.settle(queue, claim, claimed.is_ok());
+        claimed
+    }
+
+    async fn take(&self, queue: Queue, max: usize) -> AppResult<Claim> {
+        Ok(Claim::Ids(self.take_ids(queue, max).await?))
+    }
+
+    /// Claimed, the tasks' leases guard them; the rest were duplicates
+    /// (already taken, cancelled or finished): either way the ids have
+    /// served their purpose, and one round trip, off the claim's path,
+    /// clears them from our processing list. A failed claim gives the ids
+    /// back to the front of their queue.
+    fn settle(&self, queue: Queue, claim: Claim, claimed: bool) {
+        let Claim::Ids(ids) = claim else { return };
+        if ids.is_empty() {
+            return;
         }
+        let ids: Vec<String> = ids.iter().map(Uuid::to_string).collect();
+        if claimed {
+            return self.clear(queue, ids);
+        }
+        let mut give_back = redis::cmd("EVAL");
+        give_back
+            .arg(GIVE_BACK_SCRIPT)
+            .arg(2)
+            .arg(self.keys.queue(queue))
+            .arg(self.keys.processing(&self.worker_id, queue))
+            .arg(&ids);
         let mut conn = self.commands.clone();
         tokio::spawn(async move {
-            if let Err(error) = pipe.query_async::<()>(&mut conn).await {
-                // Left over, they only cost memory: nothing reads them back
-                // as work, the database decides.
-                tracing::warn!(count = ids.len(), error = %error, "clearing claimed ids from Redis failed");
+            if let Err(error) = give_back.query_async::<()>(&mut conn).await {
+                // The resync announces them again from the database.
+                tracing::warn!(count = ids.len(), error = %error, "giving unclaimed ids back to Redis failed");
             }
         });
-        Ok(claimed)
     }
 
     fn maintenance(&self, jobs: Jobs, mut stop: watch::Receiver<bool>) -> Option<JoinHandle<()>> {
@@ -318,6 +370,11 @@ impl Dispatcher for RedisDispatcher {
         }))
     }
 }
+
+/// Moves the ids ARGV from our processing list KEYS[2] back to the tail of
+/// their queue KEYS[1], where they are taken first.
+const GIVE_BACK_SCRIPT: &str = "for _, id in ipairs(ARGV) do \
+    redis.call('LREM', KEYS[2], 1, id) redis.call('RPUSH', KEYS[1], id) end";
 
 /// Moves up to ARGV[1] ids from the tail of KEYS[1] to our processing list
 /// KEYS[2], atomically, and returns them.

@@ -25,6 +25,7 @@ use tokio::{
 
 use super::{
     Jobs,
+    finisher::Handoff,
     handler::{StageError, StageRun},
     model::{NewTask, Queue, TaskStatus},
     policy,
@@ -148,14 +149,28 @@ async fn queue_loop(jobs: Jobs, queue: Queue, mut stop: watch::Receiver<bool>) {
     .await;
 }
 
-/// Runs one claimed task to a stage boundary it cannot pass: the end, an
-/// error, a cancellation, supersession, a lost lease, or shutdown.
+/// Works a slot of a queue's pool: runs the claimed task, then each next
+/// task the group commit hands the slot, until one comes without.
 async fn execute(
     jobs: Jobs,
     task: task::Model,
     _permit: OwnedSemaphorePermit,
     stop: watch::Receiver<bool>,
 ) {
+    let mut task = task;
+    while let Some(next) = run_task(&jobs, task, &stop).await {
+        task = next;
+    }
+}
+
+/// Runs one claimed task to a stage boundary it cannot pass: the end, an
+/// error, a cancellation, supersession, a lost lease, or shutdown. Returns
+/// the slot's next task when its end handed it one.
+async fn run_task(
+    jobs: &Jobs,
+    task: task::Model,
+    stop: &watch::Receiver<bool>,
+) -> Option<task::Model> {
     let settings = jobs.settings().clone();
     let queue = task.queue.clone();
     metrics::gauge!("trellis_tasks_running", "queue" => queue.clone()).increment(1.0);
@@ -180,7 +195,7 @@ async fn execute(
 
     // A panicking handler must not leave the heartbeat renewing the lease
     // of a task nobody runs: it counts as a failed attempt.
-    let outcome = match AssertUnwindSafe(run_stages(&jobs, &task, &lost, &cancel, &stop))
+    let outcome = match AssertUnwindSafe(run_stages(jobs, &task, &lost, &cancel, stop))
         .catch_unwind()
         .await
     {
@@ -192,17 +207,22 @@ async fn execute(
     };
     heartbeat.abort();
 
+    let mut handed = None;
     let ended = match outcome {
         End::Outcome(outcome) => store::finish(jobs.db(), task.id, &settings.worker_id, outcome)
             .await
             .map(|model| model.map(Ended::from)),
         End::Finished(model) => Ok(Some(Ended::from(*model))),
-        End::Succeeded { finished_at } => Ok(Some(Ended {
-            status: TaskStatus::Succeeded,
-            started_at: task.started_at,
-            finished_at: Some(finished_at),
-            requeued: None,
-        })),
+        // Its lease lost or not, the slot is free for the task handed to it.
+        End::GroupCommitted(handoff) => {
+            handed = handoff.next;
+            Ok(handoff.finished_at.map(|finished_at| Ended {
+                status: TaskStatus::Succeeded,
+                started_at: task.started_at,
+                finished_at: Some(finished_at),
+                requeued: None,
+            }))
+        }
         End::LeaseLost => Ok(None),
     };
     match ended {
@@ -227,6 +247,7 @@ async fn execute(
         }
     }
     metrics::gauge!("trellis_tasks_running", "queue" => queue).decrement(1.0);
+    handed
 }
 
 /// How running the stages ended.
@@ -235,8 +256,9 @@ enum End {
     Outcome(Finish),
     /// The last stage committed and recorded the end in one transaction.
     Finished(Box<task::Model>),
-    /// The group commit recorded `SUCCEEDED`.
-    Succeeded { finished_at: DateTime<Utc> },
+    /// Went to the group commit, which recorded `SUCCEEDED` (unless the
+    /// lease was lost) and may have claimed the slot's next task.
+    GroupCommitted(Box<Handoff>),
     /// Another worker owns the task now.
     LeaseLost,
 }
@@ -314,9 +336,14 @@ async fn run_stages(
                     Some((total, result))
                         if run.txn.is_none() && run.progress.is_none() && task.scope.is_none() =>
                     {
-                        match jobs.finisher().succeed(task.id, result, total as i32).await {
-                            Ok(Some(finished_at)) => return End::Succeeded { finished_at },
-                            Ok(None) => Err(StageError::LeaseLost),
+                        let queue = Queue::parse(&task.queue).unwrap_or(Queue::Short);
+                        let want_next = !*stop.borrow();
+                        let ended = jobs
+                            .finisher()
+                            .succeed(task.id, queue, result, total as i32, want_next)
+                            .await;
+                        match ended {
+                            Ok(handoff) => return End::GroupCommitted(Box::new(handoff)),
                             Err(error) => Err(StageError::from(error)),
                         }
                     }

@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 pub use super::policy::Finish;
 use super::{
-    model::{NewTask, TASK_UPDATED, Task, TaskStatus, task_event_sql},
+    model::{NewTask, Queue, TASK_UPDATED, Task, TaskStatus, task_event_sql},
     outbox, policy,
 };
 use crate::error::{AppError, AppResult};
@@ -76,30 +76,52 @@ pub async fn write_tasks_in(
         return Ok(models);
     }
     Ok(task::Entity::find()
-        .from_raw_sql(with_task_events(statement, "SELECT * FROM t"))
+        .from_raw_sql(with_task_events(vec![statement], |_| {
+            "SELECT * FROM t".into()
+        }))
         .all(conn)
         .await?)
 }
 
-/// A PostgreSQL statement that writes `tasks` rows and returns them,
-/// extended to store their `task.updated` events as one outbox entry — a
-/// typed snapshot of each written row ([`task_event_sql`]), nothing
-/// rendered in SQL, one row however many tasks — and to answer `select`
-/// over the written rows (`t`). One statement, one round trip; the
-/// publisher renders the events.
-fn with_task_events(statement: Statement, select: &str) -> Statement {
+/// PostgreSQL: `parts` — statements that write `tasks` rows and return
+/// them, no two writing the same row — as one statement that also stores
+/// their `task.updated` events as one outbox entry: a typed snapshot of
+/// each written row ([`task_event_sql`]), nothing rendered in SQL, one row
+/// however many tasks. In it the parts are named `w0`, `w1`…, and `t` is
+/// every written row; `select(names)` is what the statement answers. One
+/// statement, one round trip, no transaction around it; the publisher
+/// renders the events.
+fn with_task_events(parts: Vec<Statement>, select: impl FnOnce(&[String]) -> String) -> Statement {
+    let mut ctes = Vec::with_capacity(parts.len());
+    let mut names = Vec::with_capacity(parts.len());
+    let mut values = Vec::new();
+    for (index, part) in parts.into_iter().enumerate() {
+        let name = format!("w{index}");
+        ctes.push(format!(
+            "{name} AS ({})",
+            crate::db::shift_placeholders(&part.sql, values.len())
+        ));
+        values.extend(part.values.map(|values| values.0).unwrap_or_default());
+        names.push(name);
+    }
+    let every: Vec<String> = names
+        .iter()
+        .map(|name| format!("SELECT * FROM {name}"))
+        .collect();
     // Without a `GROUP BY` the aggregate yields one row even for no
     // tasks; `HAVING` keeps a write that matched nothing from storing an
     // empty entry.
     let sql = format!(
-        "WITH t AS ({}), e AS (INSERT INTO outbox_events (topic, tasks, created_at) \
+        "WITH {}, t AS ({}), e AS (INSERT INTO outbox_events (topic, tasks, created_at) \
          SELECT '{TASK_UPDATED}', array_agg({} ORDER BY t.id), now() FROM t \
          HAVING count(*) > 0) \
-         {select}",
-        statement.sql,
-        task_event_sql()
+         {}",
+        ctes.join(", "),
+        every.join(" UNION ALL "),
+        task_event_sql(),
+        select(&names)
     );
-    Statement { sql, ..statement }
+    Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
 }
 
 /// [`write_tasks_in`] for several statements that commit together (on
@@ -120,27 +142,79 @@ pub async fn write_tasks(
     Ok(models)
 }
 
-/// [`write_tasks`] for writes whose rows the caller does not need back:
-/// the ids of the rows written. A single statement on PostgreSQL (a group
-/// commit of like endings) sends no row back.
-pub async fn write_tasks_ids(
+/// Commits `ends` (statements that end tasks) and `claims` (from
+/// [`claim_statement`]) together, and returns the ids the ends wrote and
+/// the rows the claims took: a group commit that hands freed slots their
+/// next tasks. No two may write the same row (an end writes running tasks,
+/// a claim queued ones). On PostgreSQL it is one statement, and the ended
+/// rows do not travel back.
+pub async fn end_and_claim(
     db: &DatabaseConnection,
-    mut statements: Vec<Statement>,
-) -> AppResult<Vec<Uuid>> {
-    if statements.len() == 1 && db.get_database_backend() == DbBackend::Postgres {
-        let rows = db
-            .query_all_raw(with_task_events(statements.remove(0), "SELECT id FROM t"))
-            .await?;
-        return rows
-            .iter()
-            .map(|row| Ok(row.try_get::<Uuid>("", "id")?))
-            .collect();
+    ends: Vec<Statement>,
+    claims: Vec<Statement>,
+) -> AppResult<(Vec<Uuid>, Vec<task::Model>)> {
+    if db.get_database_backend() != DbBackend::Postgres {
+        // Immediate on SQLite: concurrent group commits wait their turn
+        // for the write lock rather than fail to upgrade to it.
+        let txn = crate::db::begin_write(db).await?;
+        let mut ended = Vec::new();
+        for end in ends {
+            ended.extend(
+                write_tasks_in(&txn, end)
+                    .await?
+                    .into_iter()
+                    .map(|model| model.id),
+            );
+        }
+        let mut claimed = Vec::new();
+        for claim in claims {
+            claimed.extend(write_tasks_in(&txn, claim).await?);
+        }
+        txn.commit().await?;
+        return Ok((ended, claimed));
     }
-    Ok(write_tasks(db, statements)
-        .await?
-        .into_iter()
-        .map(|model| model.id)
-        .collect())
+    let end_count = ends.len();
+    let parts: Vec<Statement> = ends.into_iter().chain(claims).collect();
+    // One row at least (the ended ids), then one per claimed task.
+    let statement = with_task_events(parts, |names| {
+        let (ends, claims) = names.split_at(end_count);
+        let ended: Vec<String> = ends
+            .iter()
+            .map(|name| format!("SELECT id FROM {name}"))
+            .collect();
+        let claimed: Vec<String> = claims
+            .iter()
+            .map(|name| format!("SELECT * FROM {name}"))
+            .collect();
+        let ended = if ended.is_empty() {
+            "SELECT NULL::uuid AS id WHERE false".to_owned()
+        } else {
+            ended.join(" UNION ALL ")
+        };
+        let claimed = if claimed.is_empty() {
+            "SELECT * FROM tasks WHERE false".to_owned()
+        } else {
+            claimed.join(" UNION ALL ")
+        };
+        format!(
+            "SELECT x.ended_ids, c.* FROM (SELECT array_agg(id) AS ended_ids FROM ({ended}) i) x \
+             LEFT JOIN ({claimed}) c ON true"
+        )
+    });
+    let rows = db.query_all_raw(statement).await?;
+    let mut ended = Vec::new();
+    let mut claimed = Vec::with_capacity(rows.len());
+    for (index, row) in rows.iter().enumerate() {
+        if index == 0 {
+            ended = row
+                .try_get::<Option<Vec<Uuid>>>("", "ended_ids")?
+                .unwrap_or_default();
+        }
+        if row.try_get::<Option<Uuid>>("", "id")?.is_some() {
+            claimed.push(<task::Model as sea_orm::FromQueryResult>::from_query_result(row, "")?);
+        }
+    }
+    Ok((ended, claimed))
 }
 
 /// A builder's `UPDATE` or `INSERT` that returns the rows it wrote.
@@ -305,7 +379,9 @@ pub async fn insert_tasks(
             vec![rows.into()],
         );
         let inserted = txn
-            .query_one_raw(with_task_events(insert, "SELECT count(*) AS n FROM t"))
+            .query_one_raw(with_task_events(vec![insert], |_| {
+                "SELECT count(*) AS n FROM t".into()
+            }))
             .await?
             .map(|row| row.try_get::<i64>("", "n"))
             .transpose()?;
@@ -404,55 +480,88 @@ const CLAIM_SET: &str = "SET status = 'RUNNING', lease_owner = $1, lease_expires
      heartbeat_at = $3, attempt_count = attempt_count + 1, \
      started_at = COALESCE(started_at, $3), updated_at = $3";
 
-/// Takes up to `limit` due tasks of `queue`, oldest first, for `worker`:
-/// status `RUNNING`, a fresh lease, one more attempt. Concurrent claimers
-/// never get the same task (`FOR UPDATE SKIP LOCKED` on PostgreSQL; SQLite
-/// serialises writers).
-pub async fn claim_next(
-    db: &DatabaseConnection,
-    queue: &str,
-    worker: &str,
-    lease: Duration,
-    limit: usize,
-) -> AppResult<Vec<task::Model>> {
-    let limit = limit.clamp(1, MAX_TASKS_PER_WRITE);
-    let sql = if db.get_database_backend() == DbBackend::Postgres {
-        // A CTE runs the locking subquery exactly once; `IN (SELECT … LIMIT
-        // … SKIP LOCKED)` may be re-evaluated and exceed the limit.
-        format!(
-            "WITH picked AS (SELECT id FROM tasks WHERE queue = $4 AND status = 'QUEUED' \
-             AND run_at <= $3 ORDER BY run_at, id LIMIT {limit} FOR UPDATE SKIP LOCKED) \
-             UPDATE tasks {CLAIM_SET} FROM picked WHERE tasks.id = picked.id RETURNING tasks.*"
-        )
-    } else {
-        format!(
-            "UPDATE tasks {CLAIM_SET} WHERE status = 'QUEUED' AND id IN (SELECT id FROM tasks \
-             WHERE queue = $4 AND status = 'QUEUED' AND run_at <= $3 \
-             ORDER BY run_at, id LIMIT {limit}) RETURNING *"
-        )
-    };
-    claim_with(db, worker, lease, &sql, vec![queue.into()]).await
+/// Which due tasks a claim takes for a worker: status `RUNNING`, a fresh
+/// lease, one more attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// These, those of them still due (the Redis dispatcher names them).
+    Ids(Vec<Uuid>),
+    /// Up to `limit` due tasks of `queue`, oldest first (the embedded
+    /// dispatcher). Concurrent claimers never get the same task (`FOR
+    /// UPDATE SKIP LOCKED` on PostgreSQL; SQLite serialises writers).
+    Next { queue: Queue, limit: usize },
 }
 
-/// Claims the named tasks that are still due (the Redis dispatcher names them).
-pub async fn claim_ids(
+impl Claim {
+    /// Whether it cannot take anything.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Claim::Ids(ids) => ids.is_empty(),
+            Claim::Next { limit, .. } => *limit == 0,
+        }
+    }
+}
+
+/// The claim as a statement that returns the rows it takes (for
+/// [`write_tasks`] or [`end_and_claim`]).
+pub fn claim_statement(
+    backend: DbBackend,
+    claim: &Claim,
+    worker: &str,
+    lease: Duration,
+) -> AppResult<Statement> {
+    let now = Utc::now();
+    let expires = now + chrono::Duration::from_std(lease).map_err(AppError::internal)?;
+    let mut values: Vec<Value> = vec![worker.into(), expires.into(), now.into()];
+    let sql = match claim {
+        Claim::Ids(ids) => {
+            debug_assert!(
+                ids.len() <= MAX_TASKS_PER_WRITE,
+                "a claim names at most MAX_TASKS_PER_WRITE"
+            );
+            let (named, ids) = crate::db::uuid_in(backend, "id", 4, ids);
+            values.extend(ids);
+            format!(
+                "UPDATE tasks {CLAIM_SET} WHERE {named} AND {QUEUED_AND_DUE_BY_ID_ONLY} RETURNING *"
+            )
+        }
+        Claim::Next { queue, limit } => {
+            let limit = (*limit).clamp(1, MAX_TASKS_PER_WRITE);
+            values.push(queue.as_str().into());
+            if backend == DbBackend::Postgres {
+                // A CTE runs the locking subquery exactly once; `IN (SELECT
+                // … LIMIT … SKIP LOCKED)` may be re-evaluated and exceed the
+                // limit.
+                format!(
+                    "WITH picked AS (SELECT id FROM tasks WHERE queue = $4 AND status = 'QUEUED' \
+                     AND run_at <= $3 ORDER BY run_at, id LIMIT {limit} FOR UPDATE SKIP LOCKED) \
+                     UPDATE tasks {CLAIM_SET} FROM picked WHERE tasks.id = picked.id \
+                     RETURNING tasks.*"
+                )
+            } else {
+                format!(
+                    "UPDATE tasks {CLAIM_SET} WHERE status = 'QUEUED' AND id IN (SELECT id FROM tasks \
+                     WHERE queue = $4 AND status = 'QUEUED' AND run_at <= $3 \
+                     ORDER BY run_at, id LIMIT {limit}) RETURNING *"
+                )
+            }
+        }
+    };
+    Ok(stmt(backend, &sql, values))
+}
+
+/// Claims tasks for `worker`; see [`Claim`].
+pub async fn claim(
     db: &DatabaseConnection,
-    ids: &[Uuid],
+    claim: &Claim,
     worker: &str,
     lease: Duration,
 ) -> AppResult<Vec<task::Model>> {
-    if ids.is_empty() {
+    if claim.is_empty() {
         return Ok(Vec::new());
     }
-    debug_assert!(
-        ids.len() <= MAX_TASKS_PER_WRITE,
-        "a claim names at most MAX_TASKS_PER_WRITE"
-    );
-    let (named, values) = crate::db::uuid_in(db.get_database_backend(), "id", 4, ids);
-    let sql = format!(
-        "UPDATE tasks {CLAIM_SET} WHERE {named} AND {QUEUED_AND_DUE_BY_ID_ONLY} RETURNING *"
-    );
-    claim_with(db, worker, lease, &sql, values).await
+    let statement = claim_statement(db.get_database_backend(), claim, worker, lease)?;
+    write_tasks(db, vec![statement]).await
 }
 
 /// A condition on rows a statement names by id, in a form no index can
@@ -475,22 +584,6 @@ pub fn by_id_only(condition: sea_orm::Condition) -> sea_orm::sea_query::SimpleEx
 /// [`by_id_only`] in raw SQL.
 const QUEUED_AND_DUE_BY_ID_ONLY: &str =
     "CASE WHEN status = 'QUEUED' AND run_at <= $3 THEN true ELSE false END";
-
-/// Runs a claim statement (`$1..$3` are worker, expiry, now; the rest
-/// follow) and records the claimed tasks' events, in one transaction.
-async fn claim_with(
-    db: &DatabaseConnection,
-    worker: &str,
-    lease: Duration,
-    sql: &str,
-    rest: Vec<Value>,
-) -> AppResult<Vec<task::Model>> {
-    let now = Utc::now();
-    let expires = now + chrono::Duration::from_std(lease).map_err(AppError::internal)?;
-    let mut values: Vec<Value> = vec![worker.into(), expires.into(), now.into()];
-    values.extend(rest);
-    write_tasks(db, vec![stmt(db.get_database_backend(), sql, values)]).await
-}
 
 /// What a heartbeat found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -28,6 +28,7 @@ on_every_runner!(
     members_see_only_their_own_tasks,
     a_heartbeat_keeps_a_task_longer_than_its_lease,
     the_events_of_one_task_write_are_delivered_one_by_one,
+    slots_freed_by_the_group_commit_take_the_next_task_within_the_cap,
 );
 
 mod across_processes {
@@ -417,6 +418,42 @@ fn max_overlap(tasks: &[Value]) -> usize {
         max = max.max(now);
     }
     max as usize
+}
+
+/// Tasks whose last stage writes nothing end through the group commit,
+/// which claims each freed slot's next task in the same commit. The
+/// handed-off tasks still respect the queue's cap, and each runs once.
+async fn slots_freed_by_the_group_commit_take_the_next_task_within_the_cap(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        fast_retries().env("TRELLIS_QUEUE_LONG_CONCURRENCY", "2"),
+    )
+    .await;
+    let admin = app.admin().await;
+    let mut ids = Vec::new();
+    for _ in 0..8 {
+        ids.push(
+            probe(
+                &app,
+                &admin.access,
+                json!({ "sleepMs": 150, "queue": "LONG", "effects": false }),
+            )
+            .await,
+        );
+    }
+    let mut done = Vec::new();
+    for id in &ids {
+        done.push(wait_terminal(&app, &admin.access, id).await);
+    }
+    for task in &done {
+        assert_eq!(task["status"], "SUCCEEDED");
+        assert_eq!(task["attemptCount"], 1, "each runs once");
+    }
+    assert_eq!(
+        max_overlap(&done),
+        2,
+        "q:long runs exactly its 2 workers at once"
+    );
 }
 
 async fn each_queue_respects_its_concurrency_cap(backend: Backend) {
