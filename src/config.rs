@@ -535,6 +535,18 @@ impl Config {
                 "TRELLIS_ADMIN_USER and TRELLIS_ADMIN_PASSWORD must be set together".into(),
             ));
         }
+        // It names leases (128 characters at most) and Redis keys, and
+        // heads each Redis message of events up to a line break.
+        if let Some(id) = &self.worker_id
+            && (id.is_empty()
+                || id.chars().count() > 128
+                || id.chars().any(|c| c.is_whitespace() || c.is_control()))
+        {
+            return Err(ConfigError::Invalid(
+                "TRELLIS_WORKER_ID must be 1-128 characters without spaces or control characters"
+                    .into(),
+            ));
+        }
         Ok(())
     }
 }
@@ -578,6 +590,17 @@ mod tests {
         Wrapper::try_parse_from(argv)
             .expect("arguments parse")
             .config
+    }
+
+    #[test]
+    fn a_worker_id_must_fit_leases_and_messages() {
+        assert!(parse(&["--worker-id", "api-1"]).validate().is_ok());
+        for bad in ["", "two words", "line\nbreak", &"w".repeat(129)] {
+            assert!(
+                parse(&["--worker-id", bad]).validate().is_err(),
+                "{bad:?} is refused"
+            );
+        }
     }
 
     #[test]

@@ -112,6 +112,7 @@ impl Jobs {
                         commands,
                         keys: keys.clone(),
                         owner: settings.worker_id.clone(),
+                        bus: bus.clone(),
                     }),
                     Some((client, keys)),
                 )
@@ -308,6 +309,7 @@ impl Jobs {
                 client.clone(),
                 keys.clone(),
                 self.inner.bus.clone(),
+                self.inner.settings.worker_id.clone(),
                 stop,
             ));
         }

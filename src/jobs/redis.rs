@@ -16,7 +16,8 @@
 //!
 //! Events: the outbox publisher (one leader at a time, by a Redis lock)
 //! `PUBLISH`es them to `<prefix>:events`, a JSON array of up to 256 to a
-//! message; every process subscribes and feeds its own in-process bus.
+//! message behind the publisher's id, and feeds its own bus directly;
+//! every other process subscribes and feeds its own in-process bus.
 
 use std::{sync::Arc, time::Duration};
 
@@ -388,11 +389,14 @@ const TAKE_SCRIPT: &str = "local ids = redis.call('RPOP', KEYS[1], ARGV[1]) \
 const EVENTS_PER_MESSAGE: usize = 256;
 
 /// Publishes outbox events to Redis; one process at a time holds the
-/// publisher lock, so events leave in outbox order.
+/// publisher lock, so events leave in outbox order. The publishing
+/// process hands them to its own bus directly, and skips them when Redis
+/// brings them back.
 pub struct RedisSink {
     pub commands: redis::aio::ConnectionManager,
     pub keys: RedisKeys,
     pub owner: String,
+    pub bus: EventBus,
 }
 
 /// Renews the lock if we hold it, takes it if free.
@@ -418,33 +422,53 @@ impl Sink for RedisSink {
     async fn publish(&self, events: &[Arc<Event>]) -> anyhow::Result<()> {
         let mut pipe = redis::pipe();
         for chunk in events.chunks(EVENTS_PER_MESSAGE) {
-            let chunk: Vec<&Event> = chunk.iter().map(Arc::as_ref).collect();
-            pipe.publish(self.keys.events(), serde_json::to_string(&chunk)?)
+            pipe.publish(self.keys.events(), message(&self.owner, chunk)?)
                 .ignore();
         }
         let mut conn = self.commands.clone();
         pipe.query_async::<()>(&mut conn).await?;
+        // After Redis took them: a failed page is published again, and
+        // this process's subscribers should not see it twice for nothing.
+        for event in events {
+            self.bus.deliver(event.clone());
+        }
         Ok(())
     }
 }
 
-/// What travels on the events channel: a JSON array of events, or one
-/// event alone, as processes of an earlier version publish them. (Not a
-/// `serde(untagged)` enum: it buffers input, which raw payloads cannot
-/// be read from.)
-fn parse_message(text: &str) -> serde_json::Result<Vec<Event>> {
-    if text.trim_start().starts_with('[') {
-        serde_json::from_str(text)
-    } else {
-        serde_json::from_str(text).map(|event| vec![event])
+/// What travels on the events channel: the publishing process's id, a
+/// line break, and the events as a JSON array.
+fn message(origin: &str, events: &[Arc<Event>]) -> serde_json::Result<Vec<u8>> {
+    let events: Vec<&Event> = events.iter().map(Arc::as_ref).collect();
+    let mut bytes = Vec::with_capacity(origin.len() + 1 + 512 * events.len());
+    bytes.extend_from_slice(origin.as_bytes());
+    bytes.push(b'\n');
+    serde_json::to_writer(&mut bytes, &events)?;
+    Ok(bytes)
+}
+
+/// A message's events, or `None` when `own` published it (this process
+/// delivered them already). Processes of an earlier version publish a
+/// bare event, without origin. (Not a `serde(untagged)` enum: it buffers
+/// input, which raw payloads cannot be read from.)
+fn parse_message(text: &str, own: &str) -> serde_json::Result<Option<Vec<Event>>> {
+    if text.starts_with('{') {
+        return serde_json::from_str(text).map(|event| Some(vec![event]));
+    }
+    match text.split_once('\n') {
+        Some((origin, _)) if origin == own => Ok(None),
+        Some((_, events)) => serde_json::from_str(events).map(Some),
+        None => serde_json::from_str(text).map(Some),
     }
 }
 
-/// Feeds this process's bus from Redis, reconnecting on failure.
+/// Feeds this process's bus from Redis with what other processes
+/// (`own` is this one) published, reconnecting on failure.
 pub fn forward_events(
     client: redis::Client,
     keys: RedisKeys,
     bus: EventBus,
+    own: String,
     mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
@@ -459,12 +483,13 @@ pub fn forward_events(
                             tokio::select! {
                                 message = messages.next() => {
                                     let Some(message) = message else { break };
-                                    match message.get_payload::<String>().map(|text| parse_message(&text)) {
-                                        Ok(Ok(events)) => {
+                                    match message.get_payload::<String>().map(|text| parse_message(&text, &own)) {
+                                        Ok(Ok(Some(events))) => {
                                             for event in events {
                                                 bus.deliver(Arc::new(event));
                                             }
                                         }
+                                        Ok(Ok(None)) => {}
                                         _ => tracing::warn!("ignoring a malformed event message from Redis"),
                                     }
                                 }
@@ -501,9 +526,12 @@ mod tests {
     }
 
     #[test]
-    fn a_message_carries_an_array_of_events_or_one_event() {
-        let many = serde_json::to_string(&[event(1), event(2)]).unwrap();
-        let parsed = parse_message(&many).unwrap();
+    fn a_message_carries_its_publisher_and_its_events() {
+        let many = String::from_utf8(
+            message("worker-a", &[Arc::new(event(1)), Arc::new(event(2))]).unwrap(),
+        )
+        .unwrap();
+        let parsed = parse_message(&many, "worker-b").unwrap().unwrap();
         assert_eq!(
             parsed
                 .iter()
@@ -511,8 +539,16 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![(1, r#"{"n":1}"#), (2, r#"{"n":2}"#)]
         );
+        assert!(
+            parse_message(&many, "worker-a").unwrap().is_none(),
+            "the publisher skips its own"
+        );
+        // As an earlier version publishes: one bare event.
         let one = serde_json::to_string(&event(3)).unwrap();
-        assert_eq!(parse_message(&one).unwrap()[0].aggregate_id, "a3");
-        assert!(parse_message("{\"id\":").is_err());
+        assert_eq!(
+            parse_message(&one, "worker-b").unwrap().unwrap()[0].aggregate_id,
+            "a3"
+        );
+        assert!(parse_message("worker-a\n[{\"id\":", "worker-b").is_err());
     }
 }
