@@ -28,6 +28,7 @@ pub struct Event {
     /// and across processes without being parsed, and parsed only by the
     /// subscriber that wants it ([`Event::payload`]).
     pub payload: Box<RawValue>,
+    #[serde(with = "super::model::utc_micros")]
     pub created_at: DateTime<Utc>,
 }
 
