@@ -17,8 +17,7 @@ use std::{
 use chrono::{DateTime, Utc};
 use entity::outbox_event;
 use sea_orm::{
-    ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait, FromQueryResult, QueryResult, Set,
-    Statement,
+    ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait, QueryResult, Set, Statement,
 };
 use serde_json::{Value, value::RawValue};
 use tokio::sync::{Notify, watch};
@@ -200,26 +199,27 @@ fn snapshot_bounds(snapshot: &str) -> anyhow::Result<(i64, i64)> {
     Ok((bound()?, bound()?))
 }
 
-/// What the publisher reads of an entry (`entry_…`), with, on PostgreSQL,
-/// one row per task snapshot: the snapshot's columns (unprefixed, read as a
-/// [`TaskSnapshot`]) and its place in the entry (null for an entry of one
-/// event).
-#[derive(sea_orm::FromQueryResult)]
-struct StoredEntry {
-    entry_id: i64,
-    entry_topic: String,
-    entry_aggregate_id: Option<String>,
-    entry_owner_id: Option<Uuid>,
-    /// The event's JSON text, delivered as is.
-    entry_payload: Option<String>,
-    entry_created_at: DateTime<Utc>,
-    /// The snapshot's place in its entry, from 1.
-    ordinality: Option<i64>,
+/// The columns an entry's rows start with ([`entries_statement`]); on
+/// PostgreSQL a task snapshot's follow them, then its place in the entry
+/// (`ordinality`, from 1; null for an entry of one event).
+const ENTRY_COLUMNS: &str = "o.id AS entry_id, o.topic AS entry_topic, \
+     o.aggregate_id AS entry_aggregate_id, o.owner_id AS entry_owner_id, \
+     CAST(o.payload AS TEXT) AS entry_payload, o.created_at AS entry_created_at";
+
+/// Where a snapshot's columns begin: after the six of [`ENTRY_COLUMNS`].
+const SNAPSHOT_AT: usize = 6;
+
+/// What all events of an entry share.
+struct EntryHeader {
+    id: i64,
+    topic: String,
+    created_at: DateTime<Utc>,
 }
 
 /// The statement that reads the entries `filter` selects (a condition on
 /// `outbox_events`, its parameters in `values`), in id order, at most
-/// `limit` of them, as rows of [`StoredEntry`].
+/// `limit` of them: one row an event, each starting with
+/// [`ENTRY_COLUMNS`].
 fn entries_statement(
     backend: DbBackend,
     filter: &str,
@@ -227,9 +227,7 @@ fn entries_statement(
     values: Vec<sea_orm::Value>,
 ) -> Statement {
     let limit = limit.map(|n| format!(" LIMIT {n}")).unwrap_or_default();
-    let entry = "o.id AS entry_id, o.topic AS entry_topic, o.aggregate_id AS entry_aggregate_id, \
-                 o.owner_id AS entry_owner_id, CAST(o.payload AS TEXT) AS entry_payload, \
-                 o.created_at AS entry_created_at";
+    let entry = ENTRY_COLUMNS;
     let sql = if backend == DbBackend::Postgres {
         format!(
             "SELECT {entry}, s.* \
@@ -260,14 +258,22 @@ async fn read_entries(db: &DatabaseConnection, statement: Statement) -> anyhow::
         entries: 0,
         last_entry: None,
     };
+    let mut header: Option<EntryHeader> = None;
     for row in &rows {
-        let entry = StoredEntry::from_query_result(row, "")?;
-        let id = entry.entry_id;
-        if page.last_entry != Some(id) {
-            page.entries += 1;
-            page.last_entry = Some(id);
-        }
-        match render(row, entry) {
+        let id: i64 = row.try_get("", "entry_id")?;
+        let header = match header.take() {
+            Some(same) if same.id == id => header.insert(same),
+            _ => {
+                page.entries += 1;
+                page.last_entry = Some(id);
+                header.insert(EntryHeader {
+                    id,
+                    topic: row.try_get("", "entry_topic")?,
+                    created_at: row.try_get("", "entry_created_at")?,
+                })
+            }
+        };
+        match render(row, header) {
             Ok(Some(event)) => page.events.push(Arc::new(event)),
             Ok(None) => {}
             // Reading it again would fail again: one unreadable event must
@@ -288,11 +294,11 @@ async fn read_entries(db: &DatabaseConnection, statement: Statement) -> anyhow::
 /// One event of an entry: its stored JSON, or its task snapshot rendered
 /// as [`Task`] (the JSON of `GET /tasks/{id}`). `None` for an entry of
 /// snapshots that holds none.
-fn render(row: &QueryResult, entry: StoredEntry) -> anyhow::Result<Option<Event>> {
-    let (aggregate_id, owner_id, payload, index) = match entry.ordinality {
+fn render(row: &QueryResult, entry: &EntryHeader) -> anyhow::Result<Option<Event>> {
+    let index: Option<i64> = row.try_get("", "ordinality")?;
+    let (aggregate_id, owner_id, payload, index) = match index {
         Some(index) => {
-            let snapshot = TaskSnapshot::from_query_result(row, "")?;
-            let task = Task::from(snapshot);
+            let task = Task::from(TaskSnapshot::from_columns(row, SNAPSHOT_AT)?);
             (
                 task.id.to_string(),
                 task.owner_id,
@@ -303,27 +309,28 @@ fn render(row: &QueryResult, entry: StoredEntry) -> anyhow::Result<Option<Event>
         None => {
             // No payload and no snapshot: an empty array of snapshots (a
             // row has one or the other).
-            let Some(payload) = entry.entry_payload else {
+            let Some(payload) = row.try_get::<Option<String>>("", "entry_payload")? else {
                 return Ok(None);
             };
             (
-                entry.entry_aggregate_id.unwrap_or_default(),
-                entry.entry_owner_id,
+                row.try_get::<Option<String>>("", "entry_aggregate_id")?
+                    .unwrap_or_default(),
+                row.try_get("", "entry_owner_id")?,
                 RawValue::from_string(payload)?,
                 0,
             )
         }
     };
     if index >= MAX_EVENTS_PER_ENTRY {
-        anyhow::bail!("outbox entry {} holds too many events", entry.entry_id);
+        anyhow::bail!("outbox entry {} holds too many events", entry.id);
     }
     Ok(Some(Event {
-        id: event_id(entry.entry_id, index),
-        topic: entry.entry_topic,
+        id: event_id(entry.id, index),
+        topic: entry.topic.clone(),
         aggregate_id,
         owner_id,
         payload,
-        created_at: entry.entry_created_at,
+        created_at: entry.created_at,
     }))
 }
 
