@@ -3,8 +3,8 @@
 //! Tasks whose last stage wrote nothing of its own (a no-op, a stage whose
 //! work lives outside the database) end through one process-wide finisher
 //! that records many `SUCCEEDED` endings — rows and events — in one
-//! commit: while one batch commits, the next gathers (and, up to
-//! [`IN_FLIGHT`], commits too). Every ending stays conditional on this
+//! commit: while one batch commits, the next gathers (and, on PostgreSQL,
+//! up to [`IN_FLIGHT`] commit at once). Every ending stays conditional on this
 //! worker's lease.
 //!
 //! The same commit claims the next tasks for the slots it frees: for each
@@ -21,7 +21,7 @@ use std::{
 
 use chrono::{DateTime, Utc};
 use entity::task;
-use sea_orm::{DatabaseConnection, QueryFilter, sea_query::Expr};
+use sea_orm::{DatabaseConnection, DbBackend, QueryFilter, sea_query::Expr};
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use uuid::Uuid;
@@ -36,12 +36,23 @@ use crate::error::{AppError, AppResult};
 
 const MAX_BATCH: usize = 512;
 
-/// Batches committing at once. While one is in the database the next
-/// gathers and goes too, so a commit's round trips (a Redis take, the
-/// statement, the wake-ups between) overlap another's instead of adding
-/// to every slot's wait. Measured on the job benchmark: two in flight did
-/// 10–25% more than one; three made batches smaller and did less.
+/// Batches committing at once on PostgreSQL. While one is in the database
+/// the next gathers and goes too, so a commit's round trips (a Redis take,
+/// the statement, the wake-ups between) overlap another's instead of
+/// adding to every slot's wait. Measured on the job benchmark: two in
+/// flight did 10–25% more than one; three made batches smaller and did
+/// less. SQLite has one writer: a second commit could only wait for the
+/// write lock in SQLite's busy handler, which sleeps in steps of up to
+/// 100 ms, so there batches commit one at a time.
 const IN_FLIGHT: usize = 2;
+
+fn in_flight(backend: DbBackend) -> usize {
+    if backend == DbBackend::Sqlite {
+        1
+    } else {
+        IN_FLIGHT
+    }
+}
 
 /// What the group commit did for an ending.
 #[derive(Debug)]
@@ -79,7 +90,7 @@ impl Finisher {
     pub fn start(db: DatabaseConnection, claimer: Claimer) -> Self {
         let (sender, mut receiver) = mpsc::channel::<Ending>(4 * MAX_BATCH);
         let claimer = Arc::new(claimer);
-        let in_flight = Arc::new(Semaphore::new(IN_FLIGHT));
+        let in_flight = Arc::new(Semaphore::new(in_flight(db.get_database_backend())));
         tokio::spawn(async move {
             while let Some(first) = receiver.recv().await {
                 // Never closed, so never an error: the loop owns it.
