@@ -3,9 +3,9 @@
 //! Tasks whose last stage wrote nothing of its own (a no-op, a stage whose
 //! work lives outside the database) end through one process-wide finisher
 //! that records many `SUCCEEDED` endings — rows and events — in one
-//! commit: while one batch commits, the next gathers (and, on PostgreSQL,
-//! up to [`IN_FLIGHT`] commit at once). Every ending stays conditional on this
-//! worker's lease.
+//! commit: while one batch commits, the next gathers (and, on
+//! PostgreSQL, up to [`IN_FLIGHT`] commit at once). Every ending stays
+//! conditional on this worker's lease.
 //!
 //! The same commit claims the next tasks for the slots it frees: for each
 //! queue, as many as endings in the batch asked for one (the dispatcher

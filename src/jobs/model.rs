@@ -142,7 +142,8 @@ pub mod utc_micros {
     use chrono::{DateTime, Datelike, SecondsFormat, Timelike, Utc};
     use serde::{Deserialize, Deserializer, Serializer};
 
-    /// The instant's text, or `None` outside years 0–9999.
+    /// Writes the instant's text into `text`; false, and nothing written,
+    /// outside years 0–9999.
     fn write(instant: &DateTime<Utc>, text: &mut [u8; 27]) -> bool {
         let year = instant.year();
         if !(0..=9999).contains(&year) {

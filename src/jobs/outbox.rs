@@ -244,7 +244,9 @@ fn entries_statement(
     Statement::from_sql_and_values(backend, sql, values)
 }
 
-/// Events read by [`entries_statement`], and how many entries they came from.
+/// Events read by [`entries_statement`], how many entries they came from
+/// and the last entry's id (an unreadable entry counts: it is read, and
+/// passed).
 struct Page {
     events: Vec<Arc<Event>>,
     entries: usize,
@@ -253,19 +255,15 @@ struct Page {
 
 async fn read_entries(db: &DatabaseConnection, statement: Statement) -> anyhow::Result<Page> {
     let rows = db.query_all_raw(statement).await?;
-    let mut page = Page {
-        events: Vec::with_capacity(rows.len()),
-        entries: 0,
-        last_entry: None,
-    };
+    let mut events = Vec::with_capacity(rows.len());
+    let mut entries = 0;
     let mut header: Option<EntryHeader> = None;
     for row in &rows {
         let id: i64 = row.try_get("", "entry_id")?;
         let header = match header.take() {
             Some(same) if same.id == id => header.insert(same),
             _ => {
-                page.entries += 1;
-                page.last_entry = Some(id);
+                entries += 1;
                 header.insert(EntryHeader {
                     id,
                     topic: row.try_get("", "entry_topic")?,
@@ -274,7 +272,7 @@ async fn read_entries(db: &DatabaseConnection, statement: Statement) -> anyhow::
             }
         };
         match render(row, header) {
-            Ok(Some(event)) => page.events.push(Arc::new(event)),
+            Ok(Some(event)) => events.push(Arc::new(event)),
             Ok(None) => {}
             // Reading it again would fail again: one unreadable event must
             // not hold back every later one. It stays in the table.
@@ -288,7 +286,11 @@ async fn read_entries(db: &DatabaseConnection, statement: Statement) -> anyhow::
             }
         }
     }
-    Ok(page)
+    Ok(Page {
+        events,
+        entries,
+        last_entry: header.map(|header| header.id),
+    })
 }
 
 /// One event of an entry: its stored JSON, or its task snapshot rendered
@@ -504,7 +506,7 @@ const LEAD_CHECK: Duration = Duration::from_secs(1);
 /// What one poll found.
 enum Polled {
     Nothing,
-    /// Events were published; `full`: more may be waiting at once.
+    /// Entries were read and passed; `full`: more may be waiting at once.
     Page {
         full: bool,
     },
@@ -573,7 +575,9 @@ impl Publisher {
             metrics::counter!("trellis_outbox_published_total").increment(published as u64);
         }
         self.position = Some(advanced);
-        Ok(match published {
+        // Entries, not events: a page of unreadable entries was passed,
+        // and what follows it is due at once.
+        Ok(match page.entries {
             0 => Polled::Nothing,
             _ => Polled::Page { full },
         })

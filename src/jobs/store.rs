@@ -154,8 +154,8 @@ pub async fn end_and_claim(
     claims: Vec<Statement>,
 ) -> AppResult<(Vec<Uuid>, Vec<task::Model>)> {
     if db.get_database_backend() != DbBackend::Postgres {
-        // Immediate on SQLite: concurrent group commits wait their turn
-        // for the write lock rather than fail to upgrade to it.
+        // Immediate on SQLite: the commit waits its turn for the write
+        // lock behind other writers rather than fail to upgrade to it.
         let txn = crate::db::begin_write(db).await?;
         let mut ended = Vec::new();
         for end in ends {
