@@ -16,6 +16,7 @@ pub mod feeds;
 pub mod graphql;
 pub mod http;
 pub mod httpc;
+pub mod input;
 pub mod jobs;
 pub mod nodes;
 pub mod telemetry;
