@@ -129,6 +129,8 @@ impl AppState {
             max_depth: config.graphql_max_depth,
             max_complexity: config.graphql_max_complexity,
             max_aliases: config.graphql_max_aliases,
+            max_fragment_spreads: config.graphql_max_fragment_spreads,
+            introspection: config.graphql_introspection,
         })
         .data(services.clone())
         .finish();

@@ -158,7 +158,7 @@ pub struct Config {
     )]
     pub request_timeout: u64,
 
-    /// Deepest allowed GraphQL selection.
+    /// Deepest allowed GraphQL selection (introspection is bounded apart).
     #[arg(
         long,
         env = "TRELLIS_GRAPHQL_MAX_DEPTH",
@@ -176,7 +176,7 @@ pub struct Config {
     )]
     pub graphql_max_complexity: usize,
 
-    /// Most aliases allowed in one GraphQL document.
+    /// Most aliases allowed in one GraphQL document, a fragment's counted once per spread.
     #[arg(
         long,
         env = "TRELLIS_GRAPHQL_MAX_ALIASES",
@@ -184,6 +184,19 @@ pub struct Config {
         global = true
     )]
     pub graphql_max_aliases: usize,
+
+    /// Most fragment spreads one GraphQL document may expand to (each counted as often as it is reached).
+    #[arg(
+        long,
+        env = "TRELLIS_GRAPHQL_MAX_FRAGMENT_SPREADS",
+        default_value_t = 100,
+        global = true
+    )]
+    pub graphql_max_fragment_spreads: usize,
+
+    /// Who may query the schema (`__schema`, `__type`): everyone, signed-in callers, or nobody.
+    #[arg(long, env = "TRELLIS_GRAPHQL_INTROSPECTION", value_enum, default_value_t = Introspection::Public, global = true)]
+    pub graphql_introspection: Introspection,
 
     /// Most operations allowed in one batched GraphQL request.
     #[arg(
@@ -368,6 +381,18 @@ fn parse_proxy(value: &str) -> Result<IpNet, String> {
 pub enum LogFormat {
     Pretty,
     Json,
+}
+
+/// Who may run GraphQL introspection (`__schema`, `__type`); `__typename`
+/// always works.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Introspection {
+    /// Everyone: the schema is published with the source (`schema.graphql`).
+    Public,
+    /// Signed-in callers; anonymous ones get `UNAUTHENTICATED`.
+    Authenticated,
+    /// Nobody: `FORBIDDEN`.
+    Off,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,6 +12,7 @@ use async_graphql::{MergedObject, MergedSubscription, Schema, SchemaBuilder};
 
 use crate::{
     auth::graphql::{AuthMutation, AuthQuery},
+    config::Introspection,
     feeds::graphql::{FeedsMutation, FeedsQuery, FeedsSubscription},
     jobs::graphql::{JobsMutation, JobsQuery, JobsSubscription},
     nodes::graphql::{NodesMutation, NodesQuery, NodesSubscription},
@@ -31,12 +32,19 @@ pub struct SubscriptionRoot(JobsSubscription, FeedsSubscription, NodesSubscripti
 
 pub type TrellisSchema = Schema<QueryRoot, MutationRoot, SubscriptionRoot>;
 
-/// Static limits applied to every operation.
+/// Static limits applied to every operation (`docs/architecture.md`,
+/// "Request limits").
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
+    /// Deepest selection; introspection is bounded apart (`guard`).
     pub max_depth: usize,
     pub max_complexity: usize,
+    /// Aliases per document, a fragment's counted once per spread.
     pub max_aliases: usize,
+    /// Fragment spreads per document after expansion.
+    pub max_fragment_spreads: usize,
+    /// Who may query `__schema` and `__type`.
+    pub introspection: Introspection,
 }
 
 impl Default for Limits {
@@ -45,6 +53,8 @@ impl Default for Limits {
             max_depth: 12,
             max_complexity: 2000,
             max_aliases: 30,
+            max_fragment_spreads: 100,
+            introspection: Introspection::Public,
         }
     }
 }
@@ -56,15 +66,14 @@ pub fn schema_builder(limits: Limits) -> SchemaBuilder<QueryRoot, MutationRoot, 
         MutationRoot::default(),
         SubscriptionRoot::default(),
     )
-    .limit_depth(limits.max_depth)
+    // The depth limit is the guard's: it counts through fragments without
+    // expanding them, and exempts introspection (whose shape it bounds apart).
     .limit_complexity(limits.max_complexity)
-    // Guards the parser's and validator's own recursion (deeply nested
-    // lists and input objects), not just field depth.
+    // Guards the validator's own recursion over selection sets; the
+    // guard's pre-scan has already bounded the parser's.
     .limit_recursive_depth(32)
     .limit_directives(10)
-    .extension(guard::QueryGuard {
-        max_aliases: limits.max_aliases,
-    })
+    .extension(guard::QueryGuard { limits })
 }
 
 /// The SDL that `schema.graphql` must equal (`trellis schema`).
