@@ -10,6 +10,11 @@
 //! id), so the order is total and stable while rows are inserted.
 //! `pageInfo.hasNextPage` comes from fetching one row more than asked;
 //! `totalCount` is counted only when a client selects it.
+//!
+//! A cursor comes from the client, so it is checked before any SQL: it
+//! must have one value per key column, each of the column's type (a text
+//! compared with a `bigint` is an error on PostgreSQL, not an empty page),
+//! and pass the input rules (`crate::input`); else `BAD_USER_INPUT`.
 
 use std::sync::Arc;
 
@@ -21,8 +26,8 @@ use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use chrono::{DateTime, Utc};
 use futures_util::future::BoxFuture;
 use sea_orm::{
-    DatabaseConnection, EntityTrait, Order, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
-    Select,
+    ColumnTrait, ColumnType, DatabaseConnection, EntityTrait, Order, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect, Select,
     sea_query::{Expr, ExprTrait, IntoColumnRef, SimpleExpr},
 };
 use serde::{Deserialize, Serialize};
@@ -46,6 +51,55 @@ pub enum KeyValue {
     Time(DateTime<Utc>),
     #[serde(rename = "s")]
     Text(String),
+}
+
+impl KeyValue {
+    /// Whether this value may stand for a value of a column of `column_type`:
+    /// the same kind of value, within what both databases store.
+    fn fits(&self, column_type: &ColumnType) -> bool {
+        match self {
+            KeyValue::Int(_) => matches!(
+                column_type,
+                ColumnType::TinyInteger
+                    | ColumnType::SmallInteger
+                    | ColumnType::Integer
+                    | ColumnType::BigInteger
+            ),
+            KeyValue::Uuid(_) => matches!(column_type, ColumnType::Uuid),
+            KeyValue::Time(time) => {
+                matches!(
+                    column_type,
+                    ColumnType::TimestampWithTimeZone
+                        | ColumnType::Timestamp
+                        | ColumnType::DateTime
+                ) && (1..=9999).contains(&chrono::Datelike::year(time))
+            }
+            KeyValue::Text(text) => {
+                matches!(
+                    column_type,
+                    ColumnType::String(_) | ColumnType::Text | ColumnType::Char(_)
+                ) && crate::input::check_text(text).is_ok()
+            }
+        }
+    }
+}
+
+/// Whether `cursor` is a key of a list ordered by columns of these types.
+fn check_cursor(cursor: &Cursor, column_types: &[ColumnType]) -> AppResult<()> {
+    let fits = cursor.0.len() == column_types.len()
+        && cursor
+            .0
+            .iter()
+            .zip(column_types)
+            .all(|(value, column_type)| value.fits(column_type));
+    if fits {
+        Ok(())
+    } else {
+        Err(AppError::bad_input(
+            "after",
+            "cursor does not belong to this list",
+        ))
+    }
 }
 
 impl From<KeyValue> for sea_orm::Value {
@@ -123,7 +177,7 @@ pub struct Keyset<C> {
     pub order: Order,
 }
 
-impl<C: IntoColumnRef + Copy> Keyset<C> {
+impl<C: ColumnTrait + IntoColumnRef + Copy> Keyset<C> {
     pub fn ascending(columns: Vec<C>) -> Self {
         Keyset {
             columns,
@@ -139,12 +193,12 @@ impl<C: IntoColumnRef + Copy> Keyset<C> {
     }
 
     fn after(&self, cursor: &Cursor) -> AppResult<SimpleExpr> {
-        if cursor.0.len() != self.columns.len() {
-            return Err(AppError::bad_input(
-                "after",
-                "cursor does not belong to this list",
-            ));
-        }
+        let column_types: Vec<ColumnType> = self
+            .columns
+            .iter()
+            .map(|column| column.def().get_column_type().clone())
+            .collect();
+        check_cursor(cursor, &column_types)?;
         let left = Expr::tuple(self.columns.iter().map(|c| Expr::col(*c)));
         let right = Expr::tuple(
             cursor
@@ -221,6 +275,40 @@ mod tests {
         assert_eq!(decoded.0.len(), 4);
         assert_eq!(decoded.0[2], KeyValue::Int(-4));
         assert_eq!(decoded.0[3], KeyValue::Text("alice".into()));
+    }
+
+    #[test]
+    fn a_cursor_must_match_the_key_columns_in_number_and_type() {
+        let key = [ColumnType::TimestampWithTimeZone, ColumnType::BigInteger];
+        let at = |text: &str| KeyValue::Time(text.parse().unwrap());
+        let ok = Cursor(vec![at("2026-11-30T10:00:00Z"), KeyValue::Int(7)]);
+        assert!(check_cursor(&ok, &key).is_ok());
+        for wrong in [
+            vec![KeyValue::Int(5)],
+            vec![KeyValue::Int(5), KeyValue::Int(7)],
+            vec![at("2026-11-30T10:00:00Z"), KeyValue::Text("7".into())],
+            vec![at("2026-11-30T10:00:00Z"), KeyValue::Uuid(Uuid::nil())],
+            vec![
+                KeyValue::Time(
+                    chrono::TimeZone::with_ymd_and_hms(&Utc, 12026, 11, 30, 10, 0, 0).unwrap(),
+                ),
+                KeyValue::Int(7),
+            ],
+            vec![
+                at("2026-11-30T10:00:00Z"),
+                KeyValue::Int(7),
+                KeyValue::Int(8),
+            ],
+        ] {
+            let error = check_cursor(&Cursor(wrong.clone()), &key).unwrap_err();
+            assert_eq!(error.code(), "BAD_USER_INPUT", "{wrong:?}");
+        }
+        let text = [ColumnType::String(Default::default())];
+        assert!(check_cursor(&Cursor(vec![KeyValue::Text("alice".into())]), &text).is_ok());
+        assert!(check_cursor(&Cursor(vec![KeyValue::Text("a\0".into())]), &text).is_err());
+        // `users(after: "W3siaSI6IDV9XQ")`: an integer for the username.
+        let cursor = Cursor::decode_cursor("W3siaSI6IDV9XQ").unwrap();
+        assert!(check_cursor(&cursor, &text).is_err());
     }
 
     #[test]
