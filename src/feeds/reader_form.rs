@@ -1,12 +1,19 @@
 //! What the reader APIs (Fever, Google Reader) read from a request: the
 //! query string and the urlencoded form body, and their Unix times.
+//! Every decoded name and value — and the path's parameters, such as a
+//! stream in `stream/contents/<stream>` — passes the input rules
+//! (`crate::input`) first, so no NUL reaches the database: a request that
+//! breaks them is answered `400 BAD_USER_INPUT`.
 
 use axum::{
+    RequestExt,
     body::Bytes,
-    extract::{FromRequest, Request},
+    extract::{FromRequest, Path, Request},
     response::{IntoResponse, Response},
 };
 use chrono::{DateTime, Utc};
+
+use crate::error::AppError;
 
 /// A request's parameters. Repeated keys (`i`, `a`, `r`) keep every value;
 /// a single value comes from the form body before the query string.
@@ -67,12 +74,28 @@ impl Params {
 impl<S: Send + Sync> FromRequest<S> for Params {
     type Rejection = Response;
 
-    async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+    async fn from_request(mut request: Request, state: &S) -> Result<Self, Response> {
         let query = request.uri().query().map(str::to_owned);
+        // Routes without parameters have none to check.
+        let path = request
+            .extract_parts::<Path<Vec<(String, String)>>>()
+            .await
+            .map(|Path(pairs)| pairs)
+            .unwrap_or_default();
         let body = Bytes::from_request(request, state)
             .await
             .map_err(IntoResponse::into_response)?;
-        Ok(Params::new(query.as_deref(), &body))
+        let params = Params::new(query.as_deref(), &body);
+        let pairs = params.query.iter().chain(&params.body).chain(&path);
+        crate::input::check_pairs(pairs.map(|(name, value)| (name.as_str(), value.as_str())))
+            .map_err(|(name, problem)| {
+                AppError::BadUserInput {
+                    message: format!("parameter `{name}` {problem}"),
+                    field: None,
+                }
+                .into_response()
+            })?;
+        Ok(params)
     }
 }
 

@@ -1,5 +1,6 @@
 //! Plain-HTTP concerns: who the caller is, and the operational endpoints.
 
+pub mod body;
 pub mod client;
 pub mod ops;
 

@@ -7,7 +7,7 @@
 
 use axum::{
     Json, Router,
-    extract::{Path, State, rejection::JsonRejection},
+    extract::{Path, State},
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     routing::post,
@@ -21,7 +21,7 @@ use crate::{
     app::AppState,
     auth::Viewer,
     error::{AppError, AppResult},
-    http::{bearer_token, client::RequestMeta, identify},
+    http::{bearer_token, body::JsonBody, client::RequestMeta, identify},
 };
 
 pub fn routes() -> Router<AppState> {
@@ -53,9 +53,11 @@ struct ReplaceBody {
     others: Vec<Replacement>,
 }
 
-fn body<T>(body: Result<Json<T>, JsonRejection>) -> AppResult<T> {
-    body.map(|Json(body)| body)
-        .map_err(|rejection| AppError::bad_input("body", rejection.body_text()))
+/// The body, or why it was refused (answered after authentication).
+type Body<T> = AppResult<JsonBody<T>>;
+
+fn body<T>(body: Body<T>) -> AppResult<T> {
+    body.map(|JsonBody(body)| body)
 }
 
 fn resource_id(id: &str) -> AppResult<Uuid> {
@@ -66,7 +68,7 @@ async fn create(
     State(state): State<AppState>,
     meta: RequestMeta,
     headers: HeaderMap,
-    request: Result<Json<CreateBody>, JsonRejection>,
+    request: Body<CreateBody>,
 ) -> Response {
     accept(&state, &meta, &headers, || {
         Ok(Operation::Create {
@@ -81,7 +83,7 @@ async fn update_a(
     meta: RequestMeta,
     headers: HeaderMap,
     id: Path<String>,
-    request: Result<Json<PatchBody>, JsonRejection>,
+    request: Body<PatchBody>,
 ) -> Response {
     patch(state, meta, headers, id, request, |resource_id, patch| {
         Operation::UpdateA { resource_id, patch }
@@ -94,7 +96,7 @@ async fn update_b(
     meta: RequestMeta,
     headers: HeaderMap,
     id: Path<String>,
-    request: Result<Json<PatchBody>, JsonRejection>,
+    request: Body<PatchBody>,
 ) -> Response {
     patch(state, meta, headers, id, request, |resource_id, patch| {
         Operation::UpdateB { resource_id, patch }
@@ -108,7 +110,7 @@ async fn patch(
     meta: RequestMeta,
     headers: HeaderMap,
     Path(id): Path<String>,
-    request: Result<Json<PatchBody>, JsonRejection>,
+    request: Body<PatchBody>,
     operation: fn(Uuid, Map<String, Value>) -> Operation,
 ) -> Response {
     accept(&state, &meta, &headers, || {
@@ -122,7 +124,7 @@ async fn update_c(
     meta: RequestMeta,
     headers: HeaderMap,
     Path(id): Path<String>,
-    request: Result<Json<ReplaceBody>, JsonRejection>,
+    request: Body<ReplaceBody>,
 ) -> Response {
     accept(&state, &meta, &headers, || {
         let body = body(request)?;
