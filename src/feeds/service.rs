@@ -31,6 +31,11 @@ pub const DEFAULT_GROUP_NAME: &str = "Default";
 pub const MAX_IDS: usize = 1000;
 /// `createFeeds` takes at most this many feeds.
 pub const MAX_BATCH: usize = 500;
+/// The longest feed URL accepted, in bytes (what browsers and servers
+/// reliably handle; the column itself is unbounded `text`).
+pub const MAX_LINK_BYTES: usize = 2048;
+/// Feed and group names are at most this many characters (`varchar(255)`).
+pub const MAX_NAME_CHARS: usize = 255;
 
 /// A new feed as the user describes it.
 #[derive(Debug, Clone, Default)]
@@ -211,9 +216,9 @@ impl FeedsService {
             };
             check_interval(new.refresh_interval_seconds)?;
             let name = match new.name.as_deref().map(str::trim) {
-                Some(name) if !name.is_empty() => bounded("name", name, 255)?,
+                Some(name) if !name.is_empty() => bounded("name", name, MAX_NAME_CHARS)?,
                 // Named after its URL until the first pull finds its title.
-                _ => link.clone(),
+                _ => name_from_link(&link),
             };
             let model = insert_feed(
                 &txn,
@@ -262,7 +267,7 @@ impl FeedsService {
             model.link = Set(link);
         }
         if let Some(name) = &patch.name {
-            model.name = Set(bounded("name", name.trim(), 255)?);
+            model.name = Set(bounded("name", name.trim(), MAX_NAME_CHARS)?);
         }
         if let Some(group_id) = patch.group_id {
             model.group_id = Set(owned_group(&txn, user, group_id).await?.id);
@@ -361,7 +366,14 @@ impl FeedsService {
                 "feeds are fetched over http or https",
             ));
         }
-        Ok(url.to_string())
+        let link = url.to_string();
+        if link.len() > MAX_LINK_BYTES {
+            return Err(AppError::bad_input(
+                "link",
+                format!("a feed URL is at most {MAX_LINK_BYTES} bytes"),
+            ));
+        }
+        Ok(link)
     }
 
     // ----- OPML -----
@@ -424,7 +436,7 @@ impl FeedsService {
                 .name
                 .map(|name| name.trim().chars().take(255).collect::<String>())
                 .filter(|name| !name.is_empty())
-                .unwrap_or_else(|| link.clone());
+                .unwrap_or_else(|| name_from_link(&link));
             let model = insert_feed(
                 &txn,
                 feed::ActiveModel {
@@ -829,7 +841,12 @@ async fn feeds_changed(
 }
 
 fn group_name(name: &str) -> AppResult<String> {
-    bounded("name", name.trim(), 255)
+    bounded("name", name.trim(), MAX_NAME_CHARS)
+}
+
+/// A feed's name before its first pull: its URL, cut to a name's length.
+fn name_from_link(link: &str) -> String {
+    link.chars().take(MAX_NAME_CHARS).collect()
 }
 
 fn bounded(field: &'static str, value: &str, max: usize) -> AppResult<String> {

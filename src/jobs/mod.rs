@@ -227,6 +227,15 @@ impl Jobs {
                 "idempotency key must be 1–255 characters",
             ));
         }
+        // Scopes are stored as `varchar(255)`, like the keys.
+        if let Some(scope) = &new.scope
+            && scope.chars().count() > 255
+        {
+            return Err(AppError::bad_input(
+                "scope",
+                "a task's scope must be at most 255 characters",
+            ));
+        }
         self.name_first_stage(&mut new)?;
         let enqueued = store::enqueue(
             &self.inner.db,
