@@ -16,7 +16,8 @@
 //!   (validation expands every spread, so doubling fragments cost
 //!   exponential time); more aliases than `TRELLIS_GRAPHQL_MAX_ALIASES`,
 //!   counting a fragment's once per spread; selections deeper than
-//!   `TRELLIS_GRAPHQL_MAX_DEPTH`;
+//!   `TRELLIS_GRAPHQL_MAX_DEPTH`; more than [`MAX_EXPANDED_FIELDS`] field
+//!   selections after expansion;
 //! - introspection beyond its fixed shape (deeper than
 //!   [`MAX_INTROSPECTION_DEPTH`] fields or [`MAX_INTROSPECTION_LISTS`]
 //!   nested lists; it is exempt from the depth limit, because
@@ -64,6 +65,11 @@ pub const MAX_INTROSPECTION_DEPTH: u64 = 20;
 /// The most nested list fields in an introspection subtree: the standard
 /// query's `types { fields { args } }` is 3.
 pub const MAX_INTROSPECTION_LISTS: u64 = 3;
+/// The most field selections a document may expand to (`__typename`
+/// included). Validation and execution walk every one of them, however
+/// few spreads it took: one 1 MiB fragment spread 100 times cost seconds.
+/// graphql-js's standard introspection query expands to about 300.
+pub const MAX_EXPANDED_FIELDS: u64 = 10_000;
 
 /// Each operation of a document (by name) and whether it selects
 /// `__schema` or `__type`.
@@ -183,6 +189,15 @@ impl QueryGuardExtension {
                 format!(
                     "the document expands to {} fragment spreads; the limit is {max_spreads}",
                     total.spreads
+                ),
+            ));
+        }
+        if total.fields > MAX_EXPANDED_FIELDS {
+            return Err(refuse(
+                VALIDATION_FAILED,
+                format!(
+                    "the document expands to {} fields; the limit is {MAX_EXPANDED_FIELDS}",
+                    total.fields
                 ),
             ));
         }

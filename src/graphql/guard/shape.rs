@@ -43,6 +43,9 @@ pub struct Measure {
     pub spreads: u64,
     /// Aliases, each counted as often as it is reached.
     pub aliases: u64,
+    /// Field selections (`__typename` included), each counted as often as
+    /// it is reached: the size of what validation and execution walk.
+    pub fields: u64,
     /// Depth in fields as async-graphql counts it (`__typename` does not
     /// count), except that `__schema` and `__type` count as one level:
     /// their subtrees are measured apart, below.
@@ -96,6 +99,7 @@ fn walk<'a>(set: &'a SelectionSet, above: Above, local: &mut Local<'a>) {
             Selection::Field(field) => {
                 let field = &field.node;
                 let name = field.name.node.as_str();
+                local.own.fields = local.own.fields.saturating_add(1);
                 if field.alias.is_some() {
                     local.own.aliases = local.own.aliases.saturating_add(1);
                 }
@@ -156,6 +160,7 @@ fn expand(local: &Local<'_>, measure_of: impl Fn(&str) -> Option<Measure>) -> Me
         };
         total.spreads = total.spreads.saturating_add(target.spreads);
         total.aliases = total.aliases.saturating_add(target.aliases);
+        total.fields = total.fields.saturating_add(target.fields);
         total.full_depth = total
             .full_depth
             .max(site.full_above.saturating_add(target.full_depth));
@@ -203,6 +208,7 @@ impl DocumentMeasure<'_> {
             .fold(Measure::default(), |total, (_, m)| Measure {
                 spreads: total.spreads.saturating_add(m.spreads),
                 aliases: total.aliases.saturating_add(m.aliases),
+                fields: total.fields.saturating_add(m.fields),
                 depth: total.depth.max(m.depth),
                 introspection: total.introspection || m.introspection,
                 introspection_depth: total.introspection_depth.max(m.introspection_depth),
@@ -374,6 +380,16 @@ mod tests {
             .aliases,
             4
         );
+    }
+
+    #[test]
+    fn fields_count_once_per_spread() {
+        let spreads = "...F ".repeat(100);
+        let m = total(&format!(
+            "{{ {spreads} }} fragment F on Query {{ __typename __typename me {{ id }} }}"
+        ));
+        assert_eq!(m.fields, 400);
+        assert_eq!(total("{ me { id username } }").fields, 3);
     }
 
     #[test]
