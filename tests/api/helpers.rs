@@ -304,6 +304,12 @@ impl Gql<'_> {
         self
     }
 
+    /// Names the operation of the document to run (`operationName`).
+    pub fn operation(mut self, name: &str) -> Self {
+        self.body["operationName"] = json!(name);
+        self
+    }
+
     pub async fn send(self) -> GqlResponse {
         let mut request = self
             .app
@@ -471,5 +477,61 @@ impl TestApp {
             .await
             .expect("server exits after SIGTERM")
             .expect("wait")
+    }
+}
+
+/// Documents that nest a value `levels` deep in every place the GraphQL
+/// grammar lets one be written — a list and an object argument, a variable
+/// default, a directive argument — and selection sets as deep, each with a
+/// name for assertion messages. Unguarded, about 1,500 levels overflow the
+/// parser's stack and abort the server (issue 16, item 1); the crash
+/// probes send them over HTTP (`limits.rs`) and over the WebSocket.
+pub fn deeply_nested_documents(levels: usize) -> Vec<(&'static str, String)> {
+    let (open, close) = ("[".repeat(levels), "]".repeat(levels));
+    vec![
+        (
+            "list argument",
+            format!("{{ __typename(x: {open}1{close}) }}"),
+        ),
+        (
+            "object argument",
+            format!(
+                "{{ __typename(x: {}1{}) }}",
+                "{a: ".repeat(levels),
+                "}".repeat(levels)
+            ),
+        ),
+        (
+            "variable default",
+            format!("query($v: Int = {open}1{close}) {{ __typename }}"),
+        ),
+        (
+            "directive argument",
+            format!("{{ __typename @include(if: {open}true{close}) }}"),
+        ),
+        (
+            "selection sets",
+            format!("{}__typename{}", "{ a ".repeat(levels), " }".repeat(levels)),
+        ),
+    ]
+}
+
+impl TestApp {
+    /// Asserts the server process is still running and still answering
+    /// (after a request that might have crashed it).
+    pub async fn assert_serving(&mut self) {
+        assert!(
+            self.child.try_wait().expect("child status").is_none(),
+            "the server process exited"
+        );
+        let health = self
+            .client
+            .get(self.url("/healthz"))
+            .send()
+            .await
+            .expect("the server still accepts connections");
+        assert_eq!(health.status(), 200);
+        let answer = self.gql("{ __typename }", json!({})).send().await;
+        assert_eq!(answer.data()["__typename"], "Query");
     }
 }
