@@ -177,6 +177,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
         .layer(middleware::from_fn(track_http))
         .layer(cors(&config))
@@ -185,6 +186,7 @@ pub fn router(state: AppState) -> Router {
             StatusCode::SERVICE_UNAVAILABLE,
             Duration::from_secs(config.request_timeout),
         ))
+        .layer(middleware::from_fn(crate::http::headers::security_headers))
         .layer(TraceLayer::new_for_http())
         .layer(SetSensitiveRequestHeadersLayer::new([
             header::AUTHORIZATION,
@@ -228,6 +230,14 @@ async fn not_found() -> Response {
     (
         StatusCode::NOT_FOUND,
         Json(json!({ "errors": [{ "message": "no such route", "extensions": { "code": "NOT_FOUND" } }] })),
+    )
+        .into_response()
+}
+
+async fn method_not_allowed() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        Json(json!({ "errors": [{ "message": "this route does not answer that method", "extensions": { "code": "METHOD_NOT_ALLOWED" } }] })),
     )
         .into_response()
 }

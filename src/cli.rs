@@ -7,7 +7,9 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use secrecy::SecretString;
 
-use crate::{app, auth::service::AuthService, config::Config, db, graphql, telemetry};
+use crate::{
+    app, auth::service::AuthService, config::Config, db, error::AppError, graphql, telemetry,
+};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -90,7 +92,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let user = auth
                 .create_user(&username, password, role)
                 .await
-                .map_err(|error| anyhow::anyhow!("{error}"))?;
+                .map_err(AppError::into_anyhow)
+                .with_context(|| format!("creating user `{username}`"))?;
             println!("created {} ({:?}) {}", user.username, user.role, user.id);
             db.close().await?;
         }

@@ -141,6 +141,28 @@ pub struct Config {
     )]
     pub cors_allowed_origins: Vec<String>,
 
+    /// Bearer token `GET /metrics` requires (`Authorization: Bearer …`).
+    /// Unset: no token, only the address check below.
+    #[arg(
+        long,
+        env = "TRELLIS_METRICS_TOKEN",
+        hide_env_values = true,
+        global = true
+    )]
+    pub metrics_token: Option<SecretString>,
+
+    /// Comma-separated IPs/CIDRs that may read `GET /metrics` (the client
+    /// address, as `TRELLIS_TRUSTED_PROXIES` resolves it).
+    #[arg(
+        long,
+        env = "TRELLIS_METRICS_ALLOW",
+        value_delimiter = ',',
+        value_parser = parse_proxy,
+        default_value = "127.0.0.0/8,::1/128",
+        global = true
+    )]
+    pub metrics_allow: Vec<IpNet>,
+
     /// When the session cookie carries `Secure`.
     #[arg(long, env = "TRELLIS_COOKIE_SECURE", value_enum, default_value_t = CookieSecure::Auto, global = true)]
     pub cookie_secure: CookieSecure,

@@ -39,6 +39,19 @@ pub enum AppError {
 
 pub type AppResult<T> = Result<T, AppError>;
 
+/// An error and every cause under it on one line (`a: b: c`), for logs:
+/// `Display` alone drops the causes (an internal error's is "internal error").
+pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 impl AppError {
     pub fn bad_input(field: &'static str, message: impl Into<String>) -> Self {
         AppError::BadUserInput {
@@ -49,6 +62,16 @@ impl AppError {
 
     pub fn internal(error: impl Into<anyhow::Error>) -> Self {
         AppError::Internal(error.into())
+    }
+
+    /// For callers that report rather than answer (a task stage, start-up,
+    /// the CLI): an internal error is its cause, chain intact; anything else
+    /// is its message.
+    pub fn into_anyhow(self) -> anyhow::Error {
+        match self {
+            AppError::Internal(cause) => cause,
+            error => anyhow::Error::new(error),
+        }
     }
 
     /// The stable code clients switch on.
@@ -156,6 +179,16 @@ impl axum::response::IntoResponse for AppError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chain_names_every_cause() {
+        let cause =
+            anyhow::Error::new(std::io::Error::other("disk full")).context("writing the item");
+        assert_eq!(
+            chain(&AppError::internal(cause)),
+            "internal error: writing the item: disk full"
+        );
+    }
 
     #[test]
     fn internal_errors_never_carry_their_cause_to_the_client() {

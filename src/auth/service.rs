@@ -334,7 +334,7 @@ impl AuthService {
     pub async fn ensure_admin(&self, username: &str, password: SecretString) -> anyhow::Result<()> {
         match self.create_user(username, password, Role::Admin).await {
             Ok(_) | Err(AppError::Conflict(_)) => Ok(()),
-            Err(error) => Err(anyhow::anyhow!("creating the first admin: {error}")),
+            Err(error) => Err(error.into_anyhow().context("creating the first admin")),
         }
     }
 

@@ -155,7 +155,7 @@ impl Puller {
                 // What the feed sent could not be stored (the database refused
                 // it): record that as the feed's failure, so it backs off and
                 // says why, instead of retrying at once forever.
-                tracing::warn!(feed_id, error = %error, "storing a pulled feed failed");
+                tracing::warn!(feed_id, error = %crate::error::chain(&error), "storing a pulled feed failed");
                 let failure = Observation::Failure {
                     status: None,
                     retry_after: None,

@@ -55,7 +55,7 @@ pub async fn run(jobs: Jobs, settings: PullSettings, mut stop: watch::Receiver<b
                     .collect();
                 if let Err(error) = jobs.enqueue_batch(tasks).await {
                     // The claimed feeds come due again after the hold.
-                    tracing::warn!(error = %error, "enqueueing feed pulls failed");
+                    tracing::warn!(error = %crate::error::chain(&error), "enqueueing feed pulls failed");
                 } else {
                     tracing::debug!(feeds = claimed.len(), "feed pulls enqueued");
                 }
@@ -63,7 +63,7 @@ pub async fn run(jobs: Jobs, settings: PullSettings, mut stop: watch::Receiver<b
             }
             Ok(_) => {}
             Err(error) => {
-                tracing::warn!(error = %error, "finding due feeds failed; retrying");
+                tracing::warn!(error = %crate::error::chain(&error), "finding due feeds failed; retrying");
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_secs(5)) => continue,
                     _ = stop.wait_for(|stop| *stop) => break,
@@ -79,7 +79,7 @@ pub async fn run(jobs: Jobs, settings: PullSettings, mut stop: watch::Receiver<b
             },
             Ok(None) => settings.interval,
             Err(error) => {
-                tracing::warn!(error = %error, "reading the next due feed failed");
+                tracing::warn!(error = %crate::error::chain(&error), "reading the next due feed failed");
                 Duration::from_secs(5)
             }
         };

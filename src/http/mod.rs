@@ -2,7 +2,9 @@
 
 pub mod body;
 pub mod client;
+pub mod headers;
 pub mod ops;
+pub mod path;
 
 use std::net::SocketAddr;
 
@@ -55,6 +57,15 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
 /// A bad bearer token is an error (the client must refresh or sign in
 /// again); a stale cookie just means anonymous.
 pub async fn identify(auth: &AuthService, headers: &HeaderMap) -> AppResult<Option<Viewer>> {
+    // Unreadable credentials are refused, never quietly replaced by the cookie.
+    if headers
+        .get(AUTHORIZATION)
+        .is_some_and(|value| value.to_str().is_err())
+    {
+        return Err(AppError::Unauthenticated(
+            "the Authorization header is not printable ASCII",
+        ));
+    }
     if let Some(token) = bearer_token(headers) {
         return auth.authenticate_bearer(token).await.map(Some);
     }

@@ -159,7 +159,7 @@ async fn commit_batch(db: &DatabaseConnection, claimer: &Claimer, batch: Vec<End
             Ok(_) => {}
             // The slots go back to the pool, whose claim loop tries again.
             Err(error) => {
-                tracing::warn!(queue = queue.key(), error = %error, "taking tasks for freed slots failed")
+                tracing::warn!(queue = queue.key(), error = %crate::error::chain(&error), "taking tasks for freed slots failed")
             }
         }
     }
@@ -216,7 +216,7 @@ fn release(db: &DatabaseConnection, claimer: &Claimer, task: task::Model) {
             Ok(None) => {}
             // Its lease runs out unrenewed and the reaper requeues it.
             Err(error) => {
-                tracing::warn!(task_id = %task.id, error = %error, "releasing a task that found no slot failed")
+                tracing::warn!(task_id = %task.id, error = %crate::error::chain(&error), "releasing a task that found no slot failed")
             }
         }
     });

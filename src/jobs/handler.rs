@@ -36,9 +36,22 @@ impl From<sea_orm::DbErr> for StageError {
     }
 }
 
+/// A service's answer inside a stage: the client's kind of mistake (bad
+/// input, a target that is gone, a refusal) cannot get better by retrying,
+/// so it fails the task at once; anything else is retried, keeping its
+/// whole cause chain for the task's `error` and the log.
 impl From<AppError> for StageError {
     fn from(error: AppError) -> Self {
-        StageError::Retry(anyhow::anyhow!(error.to_string()))
+        match error {
+            AppError::Internal(_) | AppError::Conflict(_) | AppError::RateLimited { .. } => {
+                StageError::Retry(error.into_anyhow())
+            }
+            AppError::Unauthenticated(_)
+            | AppError::Forbidden(_)
+            | AppError::NotFound(_)
+            | AppError::BadUserInput { .. }
+            | AppError::IdempotencyKeyReused => StageError::Fail(error.to_string()),
+        }
     }
 }
 
@@ -132,5 +145,44 @@ impl Registry {
 
     pub fn get(&self, kind: &str) -> Option<&Arc<dyn TaskHandler>> {
         self.handlers.get(kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use anyhow::Context;
+
+    use super::*;
+
+    #[test]
+    fn an_internal_error_keeps_its_whole_cause_chain() {
+        let cause = Err::<(), _>(std::io::Error::other("disk full"))
+            .context("writing the item")
+            .unwrap_err();
+        let StageError::Retry(error) = StageError::from(AppError::internal(cause)) else {
+            panic!("an internal error is worth another attempt");
+        };
+        assert_eq!(format!("{error:#}"), "writing the item: disk full");
+    }
+
+    #[test]
+    fn client_mistakes_fail_at_once_and_say_why() {
+        for (error, text) in [
+            (
+                AppError::bad_input("patch", "health must be 0..=3"),
+                "health must be 0..=3",
+            ),
+            (AppError::NotFound("resource"), "resource not found"),
+            (AppError::Forbidden("not yours"), "not yours"),
+        ] {
+            match StageError::from(error) {
+                StageError::Fail(message) => assert_eq!(message, text),
+                other => panic!("expected Fail, got {other:?}"),
+            }
+        }
+        assert!(matches!(
+            StageError::from(AppError::Conflict("busy".into())),
+            StageError::Retry(_)
+        ));
     }
 }

@@ -2,21 +2,25 @@
 
 use axum::{
     Json,
-    extract::{Path, State},
+    extract::State,
     http::HeaderMap,
     response::{IntoResponse, Response},
 };
 use uuid::Uuid;
 
 use super::model::Task;
-use crate::{app::AppState, error::AppError, http::identify};
+use crate::{
+    app::AppState,
+    error::AppError,
+    http::{identify, path::PathParam},
+};
 
 /// The task as JSON (the GraphQL `Task` fields); 401 without credentials,
 /// 404 when absent or not the caller's.
 pub async fn get_task(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
 ) -> Response {
     let result = async {
         let viewer = identify(&state.services.auth, &headers)

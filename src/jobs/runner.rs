@@ -136,7 +136,7 @@ async fn queue_loop(jobs: Jobs, queue: Queue, mut stop: watch::Receiver<bool>) {
             }
             Err(error) => {
                 drop(permits);
-                tracing::warn!(queue = queue.key(), error = %error, "claiming tasks failed; retrying");
+                tracing::warn!(queue = queue.key(), error = %crate::error::chain(&error), "claiming tasks failed; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
@@ -243,7 +243,7 @@ async fn run_task(
             tracing::warn!(task_id = %task.id, "lease lost before the task could be finished");
         }
         Err(error) => {
-            tracing::error!(task_id = %task.id, error = %error, "recording a task's outcome failed")
+            tracing::error!(task_id = %task.id, error = %crate::error::chain(&error), "recording a task's outcome failed")
         }
     }
     metrics::gauge!("trellis_tasks_running", "queue" => queue).decrement(1.0);
@@ -455,7 +455,7 @@ async fn heartbeat_loop(
                 return;
             }
             Err(error) => {
-                tracing::warn!(task_id = %id, error = %error, "heartbeat failed; will retry")
+                tracing::warn!(task_id = %id, error = %crate::error::chain(&error), "heartbeat failed; will retry")
             }
         }
     }
@@ -475,7 +475,9 @@ async fn reaper_loop(jobs: Jobs, mut stop: watch::Receiver<bool>) {
                     jobs.after_commit(Some(task)).await;
                 }
             }
-            Err(error) => tracing::warn!(error = %error, "reaping expired leases failed"),
+            Err(error) => {
+                tracing::warn!(error = %crate::error::chain(&error), "reaping expired leases failed")
+            }
         }
         record_queue_depths(jobs.db()).await;
         tokio::select! {
@@ -508,7 +510,11 @@ async fn periodic_loop(jobs: Jobs, periodic: Vec<Periodic>, mut stop: watch::Rec
     loop {
         for job in &periodic {
             if let Err(error) = fire_if_due(&jobs, job).await {
-                tracing::warn!(job = job.name, error = %error, "periodic job check failed");
+                tracing::warn!(
+                    job = job.name,
+                    error = format!("{error:#}"),
+                    "periodic job check failed"
+                );
             }
         }
         tokio::select! {

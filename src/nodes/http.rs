@@ -7,7 +7,7 @@
 
 use axum::{
     Json, Router,
-    extract::{Path, State},
+    extract::State,
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     routing::post,
@@ -21,7 +21,7 @@ use crate::{
     app::AppState,
     auth::Viewer,
     error::{AppError, AppResult},
-    http::{bearer_token, body::JsonBody, client::RequestMeta, identify},
+    http::{bearer_token, body::JsonBody, client::RequestMeta, identify, path::PathParam},
 };
 
 pub fn routes() -> Router<AppState> {
@@ -82,7 +82,7 @@ async fn update_a(
     state: State<AppState>,
     meta: RequestMeta,
     headers: HeaderMap,
-    id: Path<String>,
+    id: PathParam<String>,
     request: Body<PatchBody>,
 ) -> Response {
     patch(state, meta, headers, id, request, |resource_id, patch| {
@@ -95,7 +95,7 @@ async fn update_b(
     state: State<AppState>,
     meta: RequestMeta,
     headers: HeaderMap,
-    id: Path<String>,
+    id: PathParam<String>,
     request: Body<PatchBody>,
 ) -> Response {
     patch(state, meta, headers, id, request, |resource_id, patch| {
@@ -109,7 +109,7 @@ async fn patch(
     State(state): State<AppState>,
     meta: RequestMeta,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     request: Body<PatchBody>,
     operation: fn(Uuid, Map<String, Value>) -> Operation,
 ) -> Response {
@@ -123,7 +123,7 @@ async fn update_c(
     State(state): State<AppState>,
     meta: RequestMeta,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     request: Body<ReplaceBody>,
 ) -> Response {
     accept(&state, &meta, &headers, || {
@@ -142,7 +142,7 @@ async fn delete(
     State(state): State<AppState>,
     meta: RequestMeta,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
 ) -> Response {
     accept(&state, &meta, &headers, || {
         Ok(Operation::Delete {

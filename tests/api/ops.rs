@@ -9,6 +9,9 @@ on_both_backends!(
     metrics_are_prometheus_text,
     sigterm_shuts_down_gracefully,
     unknown_routes_are_json_404,
+    metrics_can_require_a_token_and_an_address,
+    every_error_answer_is_json_with_a_code,
+    html_answers_carry_security_headers,
 );
 
 async fn health_and_readiness_report_the_database(backend: Backend) {
@@ -96,4 +99,160 @@ fn schema_graphql_matches_the_code() {
         committed == trellis::graphql::sdl(),
         "schema.graphql is out of date: run `cargo run -- schema > schema.graphql`"
     );
+}
+
+async fn metrics_can_require_a_token_and_an_address(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        AppOptions::default().env("TRELLIS_METRICS_TOKEN", "scrape-token-1"),
+    )
+    .await;
+    let metrics = || app.client.get(app.url("/metrics"));
+    let anonymous = metrics().send().await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let body: serde_json::Value = anonymous.json().await.unwrap();
+    assert_eq!(body["errors"][0]["extensions"]["code"], "UNAUTHENTICATED");
+    let wrong = metrics()
+        .bearer_auth("scrape-token-2")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let right = metrics()
+        .bearer_auth("scrape-token-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(right.status(), 200);
+    assert!(
+        right
+            .text()
+            .await
+            .unwrap()
+            .contains("trellis_http_requests_total")
+    );
+
+    // Loopback is allowed by default; a list without it refuses us.
+    let elsewhere = spawn_app_with(
+        backend,
+        AppOptions::default().env("TRELLIS_METRICS_ALLOW", "10.0.0.0/8, 192.0.2.7"),
+    )
+    .await;
+    let refused = elsewhere
+        .client
+        .get(elsewhere.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["errors"][0]["extensions"]["code"], "FORBIDDEN");
+}
+
+async fn every_error_answer_is_json_with_a_code(backend: Backend) {
+    let app = spawn_app(backend).await;
+    async fn code_of(response: reqwest::Response) -> (u16, String) {
+        let status = response.status().as_u16();
+        let body: serde_json::Value = response.json().await.expect("a JSON body");
+        let code = body["errors"][0]["extensions"]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        (status, code)
+    }
+    let wrong_method = app.client.delete(app.url("/graphql")).send().await.unwrap();
+    assert_eq!(
+        code_of(wrong_method).await,
+        (405, "METHOD_NOT_ALLOWED".into())
+    );
+    let wrong_method = app.client.get(app.url("/resources")).send().await.unwrap();
+    assert_eq!(
+        code_of(wrong_method).await,
+        (405, "METHOD_NOT_ALLOWED".into())
+    );
+    let not_utf8 = app
+        .client
+        .get(app.url("/tasks/%ff%fe"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code_of(not_utf8).await, (400, "BAD_USER_INPUT".into()));
+    let not_utf8 = app
+        .client
+        .post(app.url("/resources/%ff%fe/delete"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code_of(not_utf8).await, (400, "BAD_USER_INPUT".into()));
+
+    // A signed-in browser whose Authorization header is not ASCII is refused,
+    // not silently served with the cookie.
+    let login = app
+        .login_response("admin", crate::helpers::ADMIN_PASSWORD)
+        .await;
+    let cookie = login.set_cookie().expect("login sets the session cookie");
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    let me = |authorization: Option<&[u8]>| {
+        let mut request = app
+            .client
+            .post(app.url("/graphql"))
+            .header("cookie", &cookie)
+            .json(&serde_json::json!({ "query": "{ me { username } }" }));
+        if let Some(value) = authorization {
+            request = request.header(
+                "authorization",
+                reqwest::header::HeaderValue::from_bytes(value).unwrap(),
+            );
+        }
+        request.send()
+    };
+    let with_cookie: serde_json::Value = me(None).await.unwrap().json().await.unwrap();
+    assert_eq!(with_cookie["data"]["me"]["username"], "admin");
+    let garbled = me(Some(b"Bearer \xe2\x82\xac-token")).await.unwrap();
+    assert_eq!(code_of(garbled).await, (401, "UNAUTHENTICATED".into()));
+}
+
+async fn html_answers_carry_security_headers(backend: Backend) {
+    use base64::Engine;
+    use sha2::Digest;
+
+    let app = spawn_app(backend).await;
+    let page = app.client.get(app.url("/graphql")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let header = |name: &str| {
+        page.headers()
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} missing"))
+            .to_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(header("x-content-type-options"), "nosniff");
+    assert_eq!(header("x-frame-options"), "DENY");
+    assert_eq!(header("referrer-policy"), "no-referrer");
+    let csp = header("content-security-policy");
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    let script_src = csp
+        .split(';')
+        .map(str::trim)
+        .find(|directive| directive.starts_with("script-src"))
+        .expect("a script-src directive");
+    assert!(!script_src.contains("unsafe-inline"), "{script_src}");
+    // The page's one inline script is allowed by its hash, and only it.
+    let html = page.text().await.unwrap();
+    let start = html.find("<script>").expect("an inline script") + "<script>".len();
+    let end = start + html[start..].find("</script>").unwrap();
+    let digest = sha2::Sha256::digest(&html.as_bytes()[start..end]);
+    let expected = format!(
+        "'sha256-{}'",
+        base64::engine::general_purpose::STANDARD.encode(digest)
+    );
+    assert!(
+        script_src.contains(&expected),
+        "{script_src} lacks {expected}"
+    );
+
+    // JSON answers say nosniff too.
+    let health = app.client.get(app.url("/healthz")).send().await.unwrap();
+    assert_eq!(health.headers()["x-content-type-options"], "nosniff");
 }
