@@ -127,6 +127,20 @@ pub struct Config {
     )]
     pub login_block: u64,
 
+    /// Password hashes (argon2id, 19 MiB each) computed at once in this
+    /// process. Default: the number of cores.
+    #[arg(long, env = "TRELLIS_PASSWORD_HASH_CONCURRENCY", global = true)]
+    pub password_hash_concurrency: Option<usize>,
+
+    /// Milliseconds a login waits for a free hashing slot before it is answered `RATE_LIMITED`.
+    #[arg(
+        long,
+        env = "TRELLIS_PASSWORD_HASH_WAIT_MS",
+        default_value_t = 2000,
+        global = true
+    )]
+    pub password_hash_wait_ms: u64,
+
     /// Comma-separated IPs/CIDRs of reverse proxies whose `X-Forwarded-For`
     /// and `X-Forwarded-Proto` are believed.
     #[arg(long, env = "TRELLIS_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_proxy, global = true)]
@@ -475,6 +489,15 @@ impl Config {
         crate::nodes::config::NodeConfig::parse(&text).with_context(|| format!("in {origin}"))
     }
 
+    /// How much argon2 work may run at once, and how long a caller waits for it.
+    pub fn hashing_settings(&self) -> crate::auth::password::HashingSettings {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        crate::auth::password::HashingSettings {
+            concurrency: self.password_hash_concurrency.unwrap_or(cores).max(1),
+            wait: Duration::from_millis(self.password_hash_wait_ms),
+        }
+    }
+
     /// The job runner's settings.
     pub fn runner_settings(&self) -> crate::jobs::runner::RunnerSettings {
         let worker_id = self.worker_id.clone().unwrap_or_else(|| {
@@ -531,6 +554,11 @@ impl Config {
         if self.access_token_ttl > self.session_ttl {
             return Err(ConfigError::Invalid(
                 "TRELLIS_ACCESS_TOKEN_TTL must not exceed TRELLIS_SESSION_TTL".into(),
+            ));
+        }
+        if self.password_hash_concurrency == Some(0) {
+            return Err(ConfigError::Invalid(
+                "TRELLIS_PASSWORD_HASH_CONCURRENCY must be at least 1".into(),
             ));
         }
         if self.login_max_attempts == 0 {

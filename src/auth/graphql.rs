@@ -208,6 +208,8 @@ impl AuthMutation {
     }
 
     /// Changes the caller's password and signs out their other sessions.
+    /// Wrong current passwords count as failed logins (`RATE_LIMITED`
+    /// after too many).
     async fn change_password(
         &self,
         ctx: &Context<'_>,
@@ -222,6 +224,7 @@ impl AuthMutation {
                 viewer,
                 SecretString::from(current_password),
                 SecretString::from(new_password),
+                ctx.request_meta()?,
             )
             .await?;
         Ok(true)

@@ -13,8 +13,9 @@ use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
 
 use super::{
-    Role, Viewer, normalize_username, password,
-    ratelimit::{LimitKey, LoginLimiter, LoginPolicy},
+    Role, Viewer, normalize_username,
+    password::{self, Hashing},
+    ratelimit::{LimitKey, LoginLimiter, LoginPolicy, Reservation},
     tokens::{AccessTokenError, AccessTokenKeys, random_token, token_hash},
 };
 use crate::{
@@ -41,6 +42,7 @@ pub struct AuthService {
     db: DatabaseConnection,
     keys: AccessTokenKeys,
     limiter: LoginLimiter,
+    hashing: Hashing,
     access_ttl: chrono::Duration,
     session_ttl: chrono::Duration,
 }
@@ -60,6 +62,7 @@ impl AuthService {
                 window: std::time::Duration::from_secs(config.login_window),
                 block: std::time::Duration::from_secs(config.login_block),
             }),
+            hashing: Hashing::new(config.hashing_settings()).await?,
             access_ttl: chrono::Duration::from_std(config.access_token_ttl())?,
             session_ttl: chrono::Duration::from_std(config.session_ttl())?,
         })
@@ -80,44 +83,37 @@ impl AuthService {
         meta: &RequestMeta,
     ) -> AppResult<IssuedTokens> {
         let key_name = username.trim().to_lowercase();
-        let keys = [
-            LimitKey::Ip(meta.client_ip),
-            LimitKey::Username(key_name.clone()),
-        ];
-        if let Some(wait) = self.limiter.retry_after(&keys, Instant::now()) {
-            metrics::counter!("trellis_login_attempts_total", "outcome" => "rate_limited")
-                .increment(1);
-            return Err(AppError::RateLimited {
-                retry_after: wait.as_secs_f64().ceil() as u64,
-            });
+        let keys = [LimitKey::Ip(meta.client_ip), LimitKey::Username(key_name)];
+        let reservation = self.reserve(&keys)?;
+        let checked = async {
+            let user = match normalize_username("username", username) {
+                Ok(name) => {
+                    user::Entity::find()
+                        .filter(user::Column::Username.eq(name))
+                        .one(&self.db)
+                        .await?
+                }
+                Err(_) => None,
+            };
+            let stored = user.as_ref().map(|u| u.password_hash.as_str());
+            let matches = self.hashing.verify(password, stored).await?;
+            AppResult::Ok(user.filter(|_| matches))
         }
-
-        let user = match normalize_username("username", username) {
-            Ok(name) => {
-                user::Entity::find()
-                    .filter(user::Column::Username.eq(name))
-                    .one(&self.db)
-                    .await?
+        .await;
+        let user = match checked {
+            Ok(Some(user)) => user,
+            Ok(None) => {
+                metrics::counter!("trellis_login_attempts_total", "outcome" => "failure")
+                    .increment(1);
+                tracing::info!(client_ip = %meta.client_ip, "login failed");
+                return Err(AppError::Unauthenticated("invalid username or password"));
             }
-            Err(_) => None,
+            Err(error) => {
+                self.limiter.refund(reservation);
+                return Err(error);
+            }
         };
-        let stored_hash = user
-            .as_ref()
-            .map(|u| u.password_hash.clone())
-            .unwrap_or_else(|| password::decoy_hash().to_owned());
-        let candidate = password.to_owned();
-        let matches =
-            tokio::task::spawn_blocking(move || password::verify(&candidate, &stored_hash))
-                .await
-                .map_err(AppError::internal)?;
-
-        let Some(user) = user.filter(|_| matches) else {
-            self.limiter.record_failure(&keys, Instant::now());
-            metrics::counter!("trellis_login_attempts_total", "outcome" => "failure").increment(1);
-            tracing::info!(client_ip = %meta.client_ip, "login failed");
-            return Err(AppError::Unauthenticated("invalid username or password"));
-        };
-        self.limiter.record_success(&key_name);
+        self.limiter.succeeded(reservation);
         metrics::counter!("trellis_login_attempts_total", "outcome" => "success").increment(1);
 
         let now = Utc::now();
@@ -148,45 +144,97 @@ impl AuthService {
     }
 
     /// Runs another credential check (the reader APIs' logins) under the
-    /// same login throttle: a blocked caller is refused before `check`
-    /// runs; `None` (wrong credentials) counts as a failed attempt.
+    /// same login throttle: the attempt is counted before `check` runs (a
+    /// blocked caller is refused first); `None` (wrong credentials) leaves
+    /// it counted as a failure.
     pub async fn throttled<T>(
         &self,
         username: Option<&str>,
         meta: &RequestMeta,
         check: impl Future<Output = AppResult<Option<T>>>,
     ) -> AppResult<Option<T>> {
-        let name = username.map(|u| u.trim().to_lowercase());
         let mut keys = vec![LimitKey::Ip(meta.client_ip)];
-        keys.extend(name.clone().map(LimitKey::Username));
-        if let Some(wait) = self.limiter.retry_after(&keys, Instant::now()) {
-            return Err(AppError::RateLimited {
-                retry_after: wait.as_secs_f64().ceil() as u64,
-            });
-        }
-        let outcome = check.await?;
-        match (&outcome, &name) {
-            (None, _) => {
-                self.limiter.record_failure(&keys, Instant::now());
-                tracing::info!(client_ip = %meta.client_ip, "reader API login failed");
+        keys.extend(username.map(|u| LimitKey::Username(u.trim().to_lowercase())));
+        let reservation = self.reserve(&keys)?;
+        match check.await {
+            Ok(Some(found)) => {
+                self.limiter.succeeded(reservation);
+                Ok(Some(found))
             }
-            (Some(_), Some(name)) => self.limiter.record_success(name),
-            (Some(_), None) => {}
+            Ok(None) => {
+                tracing::info!(client_ip = %meta.client_ip, "reader API login failed");
+                Ok(None)
+            }
+            Err(error) => {
+                self.limiter.refund(reservation);
+                Err(error)
+            }
         }
-        Ok(outcome)
     }
 
-    /// Whether `candidate` is the viewer's account password.
+    /// Counts an attempt before any password work, or refuses a blocked caller.
+    fn reserve(&self, keys: &[LimitKey]) -> AppResult<Reservation> {
+        self.limiter.reserve(keys, Instant::now()).map_err(|wait| {
+            metrics::counter!("trellis_login_attempts_total", "outcome" => "rate_limited")
+                .increment(1);
+            AppError::RateLimited {
+                retry_after: wait.as_secs_f64().ceil() as u64,
+            }
+        })
+    }
+
+    /// Whether `candidate` matches `stored`, a decoy standing in for a
+    /// missing hash; bounded like every argon2 run (`RATE_LIMITED` when
+    /// too many are in flight).
+    pub async fn check_password(&self, candidate: &str, stored: Option<&str>) -> AppResult<bool> {
+        self.hashing.verify(candidate, stored).await
+    }
+
+    /// The PHC string of a new password (bounded like [`Self::check_password`]).
+    pub async fn hash_password(&self, password: SecretString) -> AppResult<String> {
+        self.hashing.hash(password).await
+    }
+
+    /// Whether `candidate` is the viewer's account password, asked by a
+    /// signed-in caller to prove they know it (`setReaderPassword`,
+    /// `changePassword`): throttled like a login of the viewer's username
+    /// from the caller's address, so a stolen session cannot guess it.
+    pub async fn verify_account_password(
+        &self,
+        viewer: &Viewer,
+        candidate: &str,
+        meta: &RequestMeta,
+    ) -> AppResult<bool> {
+        let keys = [
+            LimitKey::Ip(meta.client_ip),
+            LimitKey::Username(viewer.username.clone()),
+        ];
+        let reservation = self.reserve(&keys)?;
+        match self.is_account_password(viewer.user_id, candidate).await {
+            Ok(true) => {
+                self.limiter.succeeded(reservation);
+                Ok(true)
+            }
+            Ok(false) => {
+                tracing::info!(user_id = %viewer.user_id, client_ip = %meta.client_ip, "account password check failed");
+                Ok(false)
+            }
+            Err(error) => {
+                self.limiter.refund(reservation);
+                Err(error)
+            }
+        }
+    }
+
+    /// Whether `candidate` is the user's account password, unthrottled:
+    /// only for callers that already proved they know it.
     pub async fn is_account_password(&self, user_id: Uuid, candidate: &str) -> AppResult<bool> {
         let stored = user::Entity::find_by_id(user_id)
             .one(&self.db)
             .await?
             .map(|user| user.password_hash)
             .ok_or(AppError::Unauthenticated("account no longer exists"))?;
-        let candidate = candidate.to_owned();
-        tokio::task::spawn_blocking(move || password::verify(&candidate, &stored))
-            .await
-            .map_err(AppError::internal)
+        self.hashing.verify(candidate, Some(&stored)).await
     }
 
     /// Rotates a refresh token: the presented token is spent and a new one
@@ -304,7 +352,7 @@ impl AuthService {
     ) -> AppResult<user::Model> {
         let username = normalize_username("username", username)?;
         password::validate_new("password", password.expose_secret())?;
-        let hash = password::hash_blocking(password).await?;
+        let hash = self.hashing.hash(password).await?;
         let now = Utc::now();
         let inserted = user::ActiveModel {
             id: Set(Uuid::now_v7()),
@@ -339,41 +387,38 @@ impl AuthService {
     }
 
     /// Changes the viewer's password and ends every other session of theirs.
+    /// Wrong current passwords are throttled like failed logins.
     pub async fn change_password(
         &self,
         viewer: &Viewer,
         current: SecretString,
         new: SecretString,
+        meta: &RequestMeta,
     ) -> AppResult<()> {
-        let user = user::Entity::find_by_id(viewer.user_id)
-            .one(&self.db)
-            .await?
-            .ok_or(AppError::Unauthenticated("account no longer exists"))?;
+        let user_id = viewer.user_id;
         password::validate_new("newPassword", new.expose_secret())?;
-        let stored = user.password_hash.clone();
-        let ok =
-            tokio::task::spawn_blocking(move || password::verify(current.expose_secret(), &stored))
-                .await
-                .map_err(AppError::internal)?;
-        if !ok {
+        if !self
+            .verify_account_password(viewer, current.expose_secret(), meta)
+            .await?
+        {
             return Err(AppError::bad_input(
                 "currentPassword",
                 "current password is wrong",
             ));
         }
-        let hash = password::hash_blocking(new).await?;
+        let hash = self.hashing.hash(new).await?;
         let now = Utc::now();
         let txn = self.db.begin().await?;
         user::Entity::update_many()
             .col_expr(user::Column::PasswordHash, Expr::value(hash))
             .col_expr(user::Column::UpdatedAt, Expr::value(now))
-            .filter(user::Column::Id.eq(user.id))
+            .filter(user::Column::Id.eq(user_id))
             .exec(&txn)
             .await?;
         // A reader-API password set from a stolen session must not outlive
         // the password change that evicts the thief.
         entity::reader_credential::Entity::delete_many()
-            .filter(entity::reader_credential::Column::UserId.eq(user.id))
+            .filter(entity::reader_credential::Column::UserId.eq(user_id))
             .exec(&txn)
             .await?;
         session::Entity::update_many()
@@ -382,13 +427,13 @@ impl AuthService {
                 session::Column::RevokedReason,
                 Expr::value("password_changed"),
             )
-            .filter(session::Column::UserId.eq(user.id))
+            .filter(session::Column::UserId.eq(user_id))
             .filter(session::Column::Id.ne(viewer.session_id))
             .filter(session::Column::RevokedAt.is_null())
             .exec(&txn)
             .await?;
         txn.commit().await?;
-        tracing::info!(user_id = %user.id, "password changed; other sessions revoked");
+        tracing::info!(user_id = %user_id, "password changed; other sessions revoked");
         Ok(())
     }
 

@@ -886,6 +886,7 @@ impl FeedsMutation {
             viewer,
             current_password.into(),
             password.into(),
+            ctx.request_meta()?,
         )
         .await?;
         Ok(true)

@@ -41,7 +41,6 @@ use super::{
 };
 use crate::{
     app::AppState,
-    auth::password,
     error::{AppError, AppResult},
     http::client::RequestMeta,
 };
@@ -265,14 +264,12 @@ async fn client_login(
         };
         // Verify against a decoy when there is no such user or credential,
         // so timing does not tell which usernames exist.
-        let stored = credential
-            .as_ref()
-            .map(|c| c.password_hash.clone())
-            .unwrap_or_else(|| password::decoy_hash().to_owned());
-        let candidate = candidate.to_owned();
-        let verified = tokio::task::spawn_blocking(move || password::verify(&candidate, &stored))
-            .await
-            .map_err(AppError::internal)?;
+        let stored = credential.as_ref().map(|c| c.password_hash.as_str());
+        let verified = state
+            .services
+            .auth
+            .check_password(candidate, stored)
+            .await?;
         Ok(match (user, credential, verified) {
             (Some(user), Some(credential), true) => Some(sign(user.id, &credential.password_hash)),
             _ => None,

@@ -17,6 +17,7 @@ use crate::{
     auth::{Viewer, password, service::AuthService},
     digest::sha256_hex,
     error::{AppError, AppResult},
+    http::client::RequestMeta,
 };
 
 /// The Fever API key for `username` and `password`: `md5("username:password")`, hex.
@@ -26,7 +27,8 @@ pub fn fever_key(username: &str, password: &str) -> String {
 }
 
 /// Sets (or replaces) the viewer's reader password. The account password
-/// must be given (a stolen session alone cannot plant a lasting key), and
+/// must be given (a stolen session alone cannot plant a lasting key, and
+/// wrong guesses count as failed logins), and
 /// the reader password must differ from it (Fever exposes it as an MD5).
 pub async fn set_password(
     db: &DatabaseConnection,
@@ -34,10 +36,11 @@ pub async fn set_password(
     viewer: &Viewer,
     current: SecretString,
     new: SecretString,
+    meta: &RequestMeta,
 ) -> AppResult<()> {
     password::validate_new("password", new.expose_secret())?;
     if !auth
-        .is_account_password(viewer.user_id, current.expose_secret())
+        .verify_account_password(viewer, current.expose_secret(), meta)
         .await?
     {
         return Err(AppError::bad_input(
@@ -55,7 +58,7 @@ pub async fn set_password(
         ));
     }
     let key_hash = sha256_hex(&[&fever_key(&viewer.username, new.expose_secret())]);
-    let password_hash = password::hash_blocking(new).await?;
+    let password_hash = auth.hash_password(new).await?;
     let now = Utc::now();
     reader_credential::Entity::insert(reader_credential::ActiveModel {
         user_id: Set(viewer.user_id),

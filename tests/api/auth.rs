@@ -21,6 +21,8 @@ on_both_backends!(
     member_gets_forbidden_and_anonymous_unauthenticated,
     admin_creates_users_and_lists_them_page_by_page,
     change_password_signs_out_other_sessions,
+    parallel_wrong_logins_past_the_limit_are_refused_before_any_hashing,
+    wrong_current_passwords_are_throttled_like_failed_logins,
 );
 
 async fn login_succeeds_and_bearer_authenticates(backend: Backend) {
@@ -485,5 +487,75 @@ async fn change_password_signs_out_other_sessions(backend: Backend) {
             .await
             .data()["login"]
             .is_object()
+    );
+}
+
+async fn parallel_wrong_logins_past_the_limit_are_refused_before_any_hashing(backend: Backend) {
+    // The hashing queue never refuses here, so every refusal is the limiter's.
+    let app = spawn_app_with(
+        backend,
+        AppOptions::default()
+            .env("TRELLIS_LOGIN_MAX_ATTEMPTS", "10")
+            .env("TRELLIS_PASSWORD_HASH_WAIT_MS", "600000"),
+    )
+    .await;
+    let answers = futures_util::future::join_all(
+        (0..20).map(|_| app.login_response(ADMIN_USER, "wrong-password")),
+    )
+    .await;
+    let count = |code: &str| {
+        answers
+            .iter()
+            .filter(|answer| answer.error_code() == Some(code))
+            .count()
+    };
+    assert_eq!(
+        (count("UNAUTHENTICATED"), count("RATE_LIMITED")),
+        (10, 10),
+        "each attempt is counted before its password is checked"
+    );
+}
+
+async fn wrong_current_passwords_are_throttled_like_failed_logins(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        AppOptions::default()
+            .env("TRELLIS_LOGIN_MAX_ATTEMPTS", "3")
+            .env("TRELLIS_LOGIN_BLOCK", "300"),
+    )
+    .await;
+    let nina = app.member("nina").await;
+    let change = "mutation($c: String!) { changePassword(currentPassword: $c, newPassword: \"brand-new-password\") }";
+    for guess in ["guess-one", "guess-two", "guess-three"] {
+        let wrong = app
+            .gql(change, json!({ "c": guess }))
+            .bearer(&nina.access)
+            .send()
+            .await;
+        assert_eq!(wrong.error_code(), Some("BAD_USER_INPUT"), "{guess}");
+    }
+    // A stolen session cannot go on guessing: not even the right password
+    // is checked now, through either mutation.
+    let blocked = app
+        .gql(change, json!({ "c": "nina-password" }))
+        .bearer(&nina.access)
+        .send()
+        .await;
+    assert_eq!(blocked.error_code(), Some("RATE_LIMITED"));
+    assert!(blocked.body["errors"][0]["extensions"]["retryAfter"].as_u64() > Some(0));
+    let reader = app
+        .gql(
+            "mutation { setReaderPassword(currentPassword: \"nina-password\", password: \"reader-pass-1\") }",
+            json!({}),
+        )
+        .bearer(&nina.access)
+        .send()
+        .await;
+    assert_eq!(reader.error_code(), Some("RATE_LIMITED"));
+    let login = app.login_response("nina", "nina-password").await;
+    assert_eq!(
+        login.error_code(),
+        Some("RATE_LIMITED"),
+        "one budget per username"
     );
 }
