@@ -3,6 +3,7 @@
 pub mod body;
 pub mod client;
 pub mod ops;
+pub mod serve;
 
 use std::net::SocketAddr;
 
