@@ -1,7 +1,6 @@
 //! Application state, the router and the server's life cycle.
 
 use std::{
-    net::SocketAddr,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -311,14 +310,11 @@ pub async fn serve(config: Config, role: Role) -> anyhow::Result<()> {
     tracing::info!(addr = %addr, "listening");
 
     let mut server_stop = stop_rx.clone();
-    let server = axum::serve(
-        listener,
-        router(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
+    let limits = state.services.config.listener_limits();
+    let server = crate::http::serve::serve(listener, router(state), limits, async move {
         let _ = server_stop.wait_for(|stop| *stop).await;
     });
-    let mut server = tokio::spawn(server.into_future());
+    let mut server = tokio::spawn(server);
 
     tokio::select! {
         result = &mut server => {

@@ -194,6 +194,18 @@ pub struct Config {
     )]
     pub request_timeout: u64,
 
+    /// Seconds a client has to send a request's headers (also how long an
+    /// idle kept-alive connection stays open).
+    #[arg(long, env = "TRELLIS_HEADER_READ_TIMEOUT", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..), global = true)]
+    pub header_read_timeout: u64,
+
+    /// Most client connections open at once, WebSockets included; one more
+    /// is answered 503 and closed.
+    #[arg(long, env = "TRELLIS_MAX_CONNECTIONS", default_value_t = 512,
+          value_parser = clap::value_parser!(u64).range(1..), global = true)]
+    pub max_connections: u64,
+
     /// Deepest allowed GraphQL selection (introspection is bounded apart).
     #[arg(
         long,
@@ -495,6 +507,14 @@ impl Config {
         crate::auth::password::HashingSettings {
             concurrency: self.password_hash_concurrency.unwrap_or(cores).max(1),
             wait: Duration::from_millis(self.password_hash_wait_ms),
+        }
+    }
+
+    /// The HTTP listener's limits.
+    pub fn listener_limits(&self) -> crate::http::serve::ListenerLimits {
+        crate::http::serve::ListenerLimits {
+            header_read_timeout: Duration::from_secs(self.header_read_timeout),
+            max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
         }
     }
 

@@ -5,6 +5,7 @@ pub mod client;
 pub mod headers;
 pub mod ops;
 pub mod path;
+pub mod serve;
 
 use std::net::SocketAddr;
 

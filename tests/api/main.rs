@@ -16,4 +16,5 @@ mod limits;
 mod nodes;
 mod ops;
 mod reconcile;
+mod slowclient;
 mod websocket;
