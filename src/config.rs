@@ -215,11 +215,12 @@ pub struct Config {
     )]
     pub graphql_max_depth: usize,
 
-    /// Highest allowed GraphQL query complexity.
+    /// Highest allowed GraphQL query complexity (about the number of values
+    /// an answer may hold; list fields multiply by their page size).
     #[arg(
         long,
         env = "TRELLIS_GRAPHQL_MAX_COMPLEXITY",
-        default_value_t = 2000,
+        default_value_t = 100_000,
         global = true
     )]
     pub graphql_max_complexity: usize,

@@ -105,6 +105,7 @@ impl AuthQuery {
     }
 
     /// All accounts, by username. Admins only.
+    #[graphql(complexity = "crate::graphql::pagination::page_cost(first, child_complexity)")]
     async fn users(
         &self,
         ctx: &Context<'_>,

@@ -67,11 +67,18 @@ impl FeedGroup {
         self.0.created_at
     }
     /// The group's feeds, by name.
+    #[graphql(complexity = "ASSUMED_GROUP_FEEDS * child_complexity")]
     async fn feeds(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Feed>> {
         let viewer = ctx.viewer()?;
-        Ok(feeds(ctx)?
-            .feeds(viewer.user_id, Some(self.0.id))
+        if self.0.user_id != viewer.user_id {
+            return Ok(Vec::new());
+        }
+        Ok(ctx
+            .loaders()?
+            .group_feeds
+            .load_one(self.0.id)
             .await?
+            .unwrap_or_default()
             .into_iter()
             .map(Feed)
             .collect())
@@ -403,12 +410,21 @@ fn patch<T>(value: MaybeUndefined<T>) -> Option<Option<T>> {
     }
 }
 
+/// What the complexity limit assumes of unpaged lists, whose real length is
+/// not known before the query runs: a user's groups, a group's feeds, a
+/// user's feeds. A field under such a list counts that many times, so lists
+/// nested in lists (`groups { feeds { group { feeds … } } }`) are refused.
+pub const ASSUMED_GROUPS: usize = 20;
+pub const ASSUMED_GROUP_FEEDS: usize = 100;
+pub const ASSUMED_FEEDS: usize = 100;
+
 #[derive(Default)]
 pub struct FeedsQuery;
 
 #[Object]
 impl FeedsQuery {
     /// Your feed groups, the default first.
+    #[graphql(complexity = "ASSUMED_GROUPS * child_complexity")]
     async fn groups(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<FeedGroup>> {
         let viewer = ctx.viewer()?;
         Ok(feeds(ctx)?
@@ -426,6 +442,7 @@ impl FeedsQuery {
     }
 
     /// Your feeds by name, optionally of one group.
+    #[graphql(complexity = "ASSUMED_FEEDS * child_complexity")]
     async fn feeds(
         &self,
         ctx: &Context<'_>,
@@ -451,6 +468,7 @@ impl FeedsQuery {
     }
 
     /// Your items, newest first (`pubDate desc, id desc`).
+    #[graphql(complexity = "crate::graphql::pagination::page_cost(first, child_complexity)")]
     async fn items(
         &self,
         ctx: &Context<'_>,
@@ -497,6 +515,7 @@ impl FeedsQuery {
     }
 
     /// Full-text search over your items (ranked) and feeds.
+    #[graphql(complexity = "crate::graphql::pagination::list_cost(200, first, child_complexity)")]
     async fn search(
         &self,
         ctx: &Context<'_>,
@@ -519,6 +538,7 @@ impl FeedsQuery {
     }
 
     /// Your bookmarks, newest first.
+    #[graphql(complexity = "crate::graphql::pagination::page_cost(first, child_complexity)")]
     async fn bookmarks(
         &self,
         ctx: &Context<'_>,

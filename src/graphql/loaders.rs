@@ -15,7 +15,7 @@ use async_graphql::dataloader::{DataLoader, Loader};
 use entity::{feed, feed_fetch_state, feed_group, item, node, resource, user};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, FromQueryResult, QueryFilter,
-    QuerySelect, Statement,
+    QueryOrder, QuerySelect, Statement,
     sea_query::{Expr, Func},
 };
 use uuid::Uuid;
@@ -29,6 +29,7 @@ pub struct Loaders {
     pub feed_groups: DataLoader<ById<feed_group::Entity>>,
     pub fetch_states: DataLoader<ById<feed_fetch_state::Entity>>,
     pub item_counts: DataLoader<ItemCountLoader>,
+    pub group_feeds: DataLoader<GroupFeedsLoader>,
     pub nodes: DataLoader<ById<node::Entity>>,
     pub node_children: DataLoader<ChildrenLoader>,
     pub node_resources: DataLoader<NodeResourcesLoader>,
@@ -43,6 +44,7 @@ impl Loaders {
             feed_groups: DataLoader::new(ById::new(db), tokio::spawn),
             fetch_states: DataLoader::new(ById::new(db), tokio::spawn),
             item_counts: DataLoader::new(ItemCountLoader(db.clone()), tokio::spawn),
+            group_feeds: DataLoader::new(GroupFeedsLoader(db.clone()), tokio::spawn),
             nodes: DataLoader::new(ById::new(db), tokio::spawn),
             node_children: DataLoader::new(ChildrenLoader(db.clone()), tokio::spawn),
             node_resources: DataLoader::new(NodeResourcesLoader(db.clone()), tokio::spawn),
@@ -103,6 +105,31 @@ where
             .into_iter()
             .map(|model| (E::key_of(&model), model))
             .collect())
+    }
+}
+
+/// A group's feeds by name, for every group on the page in one query. The
+/// keys are ids of groups the caller was already shown (a group and its
+/// feeds always have the same owner).
+pub struct GroupFeedsLoader(DatabaseConnection);
+
+impl Loader<i64> for GroupFeedsLoader {
+    type Value = Vec<feed::Model>;
+    type Error = Arc<sea_orm::DbErr>;
+
+    async fn load(&self, keys: &[i64]) -> Result<HashMap<i64, Self::Value>, Self::Error> {
+        let feeds = feed::Entity::find()
+            .filter(feed::Column::GroupId.is_in(keys.iter().copied()))
+            .order_by_asc(feed::Column::Name)
+            .order_by_asc(feed::Column::Id)
+            .all(&self.0)
+            .await?;
+        let mut by_group: HashMap<i64, Vec<feed::Model>> =
+            keys.iter().map(|key| (*key, Vec::new())).collect();
+        for feed in feeds {
+            by_group.entry(feed.group_id).or_default().push(feed);
+        }
+        Ok(by_group)
     }
 }
 

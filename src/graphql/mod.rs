@@ -51,7 +51,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_depth: 12,
-            max_complexity: 2000,
+            max_complexity: 100_000,
             max_aliases: 30,
             max_fragment_spreads: 100,
             introspection: Introspection::Public,

@@ -147,6 +147,21 @@ impl TotalCount {
 
 pub type KeysetConnection<N> = Connection<Cursor, N, TotalCount>;
 
+/// The complexity of a paged list field: every field under it counts once
+/// per row the page may hold (`first`, capped like [`PageRequest::new`]).
+pub fn page_cost(first: Option<i32>, child_complexity: usize) -> usize {
+    let rows = first.map_or(DEFAULT_PAGE_SIZE, |n| {
+        usize::try_from(n).unwrap_or(0).min(MAX_PAGE_SIZE)
+    });
+    rows.saturating_mul(child_complexity)
+}
+
+/// The complexity of a list field of at most `max` rows.
+pub fn list_cost(max: u64, first: i32, child_complexity: usize) -> usize {
+    let rows = std::cmp::min(u64::try_from(first).unwrap_or(0), max) as usize;
+    rows.saturating_mul(child_complexity)
+}
+
 /// The forward-pagination arguments, validated.
 #[derive(Debug, Clone)]
 pub struct PageRequest {

@@ -103,6 +103,7 @@ impl JobsQuery {
     }
 
     /// Tasks, newest first: your own, or all for admins.
+    #[graphql(complexity = "crate::graphql::pagination::page_cost(first, child_complexity)")]
     async fn tasks(
         &self,
         ctx: &Context<'_>,

@@ -74,6 +74,7 @@ impl From<resource::Model> for Resource {
 #[ComplexObject]
 impl Resource {
     /// The nodes the resource maps to, root first.
+    #[graphql(complexity = "ASSUMED_RESOURCE_NODES * child_complexity")]
     async fn nodes(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Node>> {
         let id = parse_id("id", &self.id)?;
         Ok(ctx
@@ -129,6 +130,12 @@ impl From<node::Model> for Node {
     }
 }
 
+/// How many nodes a resource is assumed to map to, and a node to have as
+/// ancestors, when the complexity limit prices a query (the real count is
+/// not known before running it).
+pub const ASSUMED_RESOURCE_NODES: usize = 10;
+pub const ASSUMED_ANCESTORS: usize = 10;
+
 fn limit(first: Option<i32>, default: u64) -> u64 {
     first.map_or(default, |n| n.max(0) as u64).min(MAX_LIST)
 }
@@ -148,6 +155,9 @@ impl Node {
     }
 
     /// Children in id order (at most `first`, ≤ 1000).
+    #[graphql(
+        complexity = "crate::graphql::pagination::list_cost(MAX_LIST, first, child_complexity)"
+    )]
     async fn children(
         &self,
         ctx: &Context<'_>,
@@ -166,6 +176,7 @@ impl Node {
     }
 
     /// Ancestors, root first (read from the node's path).
+    #[graphql(complexity = "ASSUMED_ANCESTORS * child_complexity")]
     async fn ancestors(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Node>> {
         let ids = plan::ancestors(&self.path);
         let mut found = ctx.loaders()?.nodes.load_many(ids.iter().copied()).await?;
@@ -177,6 +188,9 @@ impl Node {
     }
 
     /// Resources mapped to the node, oldest first (at most `first`, ≤ 1000).
+    #[graphql(
+        complexity = "crate::graphql::pagination::list_cost(MAX_LIST, first, child_complexity)"
+    )]
     async fn resources(
         &self,
         ctx: &Context<'_>,
@@ -277,6 +291,7 @@ pub struct NodesQuery;
 #[Object]
 impl NodesQuery {
     /// Resources, oldest first.
+    #[graphql(complexity = "crate::graphql::pagination::page_cost(first, child_complexity)")]
     async fn resources(
         &self,
         ctx: &Context<'_>,
@@ -315,6 +330,9 @@ impl NodesQuery {
     /// The subtree under `rootId` (every root when null), `depth` levels
     /// below it, in path order (parents first; build the tree from
     /// `parentId`). At most `first` nodes (≤ 10000).
+    #[graphql(
+        complexity = "crate::graphql::pagination::list_cost(MAX_TREE_NODES, first, child_complexity)"
+    )]
     async fn node_tree(
         &self,
         ctx: &Context<'_>,
@@ -340,6 +358,7 @@ impl NodesQuery {
     }
 
     /// Nodes in id order, optionally of one class and at least a status.
+    #[graphql(complexity = "crate::graphql::pagination::page_cost(first, child_complexity)")]
     async fn nodes(
         &self,
         ctx: &Context<'_>,

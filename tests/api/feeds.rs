@@ -16,6 +16,7 @@ use crate::{
 };
 
 on_both_backends!(
+    nested_lists_are_priced_by_their_size,
     every_format_is_pulled_sanitized_and_listed,
     conditional_get_304_keeps_validators,
     failing_feed_backs_off_and_recovers,
@@ -1978,4 +1979,94 @@ async fn google_reader_api_serves_and_edits_the_users_items(backend: Backend) {
         401,
         "clearing the password revokes tokens"
     );
+}
+
+/// Issue 16 item 3: a list field multiplies what is under it by its page
+/// size (or, unpaged, its assumed size), so lists nested in lists are
+/// refused by the complexity limit; a group's feeds come through a
+/// DataLoader and stay right.
+async fn nested_lists_are_priced_by_their_size(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    // Titled as named, so a pull that renames a feed changes nothing here.
+    for (path, title) in [("/a.xml", "Alpha"), ("/b.xml", "Beta"), ("/c.xml", "Gamma")] {
+        server.set(path, Route::rss(rss2(title, &[])));
+    }
+    let ada = Reader::new(&app, "ada").await;
+    let tech = ada
+        .data("mutation { createGroup(name: \"Tech\") { id } }", json!({}))
+        .await["createGroup"]["id"]
+        .clone();
+    ada.data(
+        "mutation($i: [CreateFeedInput!]!) { createFeeds(input: $i) { id } }",
+        json!({ "i": [
+            { "link": server.url("/b.xml"), "name": "Beta", "groupId": tech },
+            { "link": server.url("/a.xml"), "name": "Alpha", "groupId": tech },
+            { "link": server.url("/c.xml"), "name": "Gamma" }
+        ] }),
+    )
+    .await;
+    // Someone else's feeds never show in Ada's groups.
+    let bob = Reader::new(&app, "bob").await;
+    bob.data(
+        "mutation($i: [CreateFeedInput!]!) { createFeeds(input: $i) { id } }",
+        json!({ "i": [{ "link": server.url("/a.xml"), "name": "Bob's" }] }),
+    )
+    .await;
+    let groups = ada
+        .data(
+            "{ groups { name feeds { name group { name } } } }",
+            json!({}),
+        )
+        .await["groups"]
+        .clone();
+    let names: Vec<(String, Vec<String>)> = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|group| {
+            let feeds = group["feeds"].as_array().unwrap();
+            for feed in feeds {
+                assert_eq!(feed["group"]["name"], group["name"]);
+            }
+            (
+                group["name"].as_str().unwrap().to_owned(),
+                feeds
+                    .iter()
+                    .map(|feed| feed["name"].as_str().unwrap().to_owned())
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            ("Default".to_owned(), vec!["Gamma".to_owned()]),
+            (
+                "Tech".to_owned(),
+                vec!["Alpha".to_owned(), "Beta".to_owned()]
+            ),
+        ]
+    );
+
+    for hostile in [
+        "{ groups { feeds { group { feeds { group { feeds { group { feeds { id } } } } } } } } }",
+        "{ feeds { group { feeds { group { feeds { id } } } } } }",
+        "{ items(first: 200) { edges { node { feed { group { feeds { group { feeds { id } } } } } } } } }",
+        "{ nodeTree(first: 10000, depth: 10) { id resources(first: 1000) { id } \
+           children(first: 1000) { id resources(first: 1000) { id } } } }",
+    ] {
+        let refused = ada.raw(hostile, json!({})).await;
+        assert_eq!(
+            refused.error_code(),
+            Some("GRAPHQL_VALIDATION_FAILED"),
+            "{hostile}: {}",
+            refused.body
+        );
+        assert!(
+            refused.body.to_string().contains("too complex"),
+            "{hostile}: {}",
+            refused.body
+        );
+    }
 }

@@ -922,9 +922,10 @@ async fn tree_fields_of_many_nodes_agree_with_the_tree(backend: Backend) {
     ops.create(instance("web", "web-1", 2, 1.0)).await;
     let data = ops
         .data(
-            "{ nodeTree(depth: 10) { id parentId path \
-               parent { id } children(first: 1) { id } all: children { id } \
-               ancestors { id } resources(first: 1) { id } everything: resources { id nodes { id } } } }",
+            "{ nodeTree(depth: 10, first: 20) { id parentId path \
+               parent { id } children(first: 1) { id } all: children(first: 20) { id } \
+               ancestors { id } resources(first: 1) { id } \
+               everything: resources(first: 20) { id nodes { id } } } }",
             json!({}),
         )
         .await;
