@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use crate::{
-    feedserver::{FeedServer, Route, rss2},
+    feedserver::{FeedServer, Route, rss2, utf16be_rss},
     helpers::{AppOptions, Backend, TestApp, spawn_app_with},
     on_both_backends,
     websocket::{next, subscribe},
@@ -32,6 +32,7 @@ on_both_backends!(
     discovery_finds_linked_feeds,
     retention_deletes_only_old_read_items,
     hostile_publishers_cannot_break_the_worker,
+    a_feed_the_parser_panics_on_is_recorded_and_backed_off,
     fever_api_serves_and_marks_the_users_items,
     google_reader_api_serves_and_edits_the_users_items,
 );
@@ -132,7 +133,7 @@ impl<'a> Reader<'a> {
         for _ in 0..600 {
             let data = self
                 .data(
-                    "query($id: ID!) { task(id: $id) { status error result } }",
+                    "query($id: ID!) { task(id: $id) { status error result attemptCount } }",
                     json!({ "id": task }),
                 )
                 .await;
@@ -1396,6 +1397,49 @@ async fn hostile_publishers_cannot_break_the_worker(backend: Backend) {
     // The same document again is the same item.
     ada.refresh(&feed).await;
     assert_eq!(ada.items(json!({ "feedId": feed })).await.len(), 1);
+}
+
+/// The parser panics on a UTF-16BE feed: the feed's state says why, the
+/// feed backs off like any failed pull, the task fails once (no retries
+/// re-fetching it), and the worker goes on pulling other feeds.
+async fn a_feed_the_parser_panics_on_is_recorded_and_backed_off(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+    server.set("/wide.xml", Route::rss(utf16be_rss()));
+    let wide = ada.follow(&server.url("/wide.xml")).await;
+
+    let task = ada.refresh(&wide).await;
+    assert_eq!(task["status"], "FAILED", "{task}");
+    assert_eq!(task["error"], "the feed could not be parsed", "{task}");
+    let state = ada.feed(&wide).await["fetchState"].clone();
+    assert_eq!(
+        state["lastError"], "the feed could not be parsed",
+        "{state}"
+    );
+    assert_eq!(state["lastHttpStatus"], 200, "{state}");
+    // The scheduler may have pulled the new feed too: 1800 × 1.8^failures.
+    let failures = state["consecutiveFailures"].as_i64().unwrap();
+    let backoff = match failures {
+        1 => 3240,
+        2 => 5832,
+        other => panic!("one or two pulls, not {other}: {state}"),
+    };
+    assert_eq!(
+        seconds_between(&state["lastCheckedAt"], &state["nextCheckAt"]),
+        backoff
+    );
+    assert_eq!(task["attemptCount"], 1, "{task}");
+
+    // The same worker pulls the next feed as if nothing happened.
+    let fine = ada
+        .pull_new(
+            &server,
+            "/fine.xml",
+            Route::rss(rss2("Fine", &[("f1", "Fine one", "ok")])),
+        )
+        .await;
+    assert_eq!(ada.items(json!({ "feedId": fine })).await.len(), 1);
 }
 
 /// POSTs to the Fever endpoint: `flags` in the query string (after `api`),
