@@ -11,11 +11,15 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use url::Url;
 
-use super::mapping::{RawEntry, absolute_link};
+use super::{
+    mapping::{RawEntry, absolute_link},
+    names,
+};
 
 /// What the pull worker needs from a fetched document.
 #[derive(Debug, Clone, Default)]
 pub struct ParsedFeed {
+    /// Cleaned to a name ([`names::clean`]).
     pub title: Option<String>,
     /// The site the feed belongs to (RSS `<link>`, Atom `rel="alternate"`), absolute.
     pub site_url: Option<String>,
@@ -76,10 +80,8 @@ fn parse_unguarded(body: &[u8], url: &Url) -> Result<ParsedFeed, ParseError> {
         })
         .collect();
     Ok(ParsedFeed {
-        title: feed
-            .title
-            .map(|text| text.content.trim().to_owned())
-            .filter(|title| !title.is_empty()),
+        // It becomes the feed's name: made fit for one.
+        title: feed.title.and_then(|text| names::clean(&text.content)),
         site_url,
         entries,
     })

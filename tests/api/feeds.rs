@@ -29,6 +29,7 @@ on_both_backends!(
     scheduler_pulls_new_feeds_and_subscribers_hear_it,
     settings_round_trip,
     opml_round_trip,
+    control_characters_never_reach_an_opml_export,
     discovery_finds_linked_feeds,
     retention_deletes_only_old_read_items,
     hostile_publishers_cannot_break_the_worker,
@@ -1165,6 +1166,100 @@ async fn opml_round_trip(backend: Backend) {
         )
         .await;
     assert_eq!(invalid.error_code(), Some("BAD_USER_INPUT"));
+}
+
+/// XML 1.0 cannot carry control characters (and the OPML reader refuses
+/// them): names typed with one are refused, names from a feed's own title
+/// or an imported list lose theirs, so the export is well-formed XML that imports elsewhere
+/// unchanged.
+async fn control_characters_never_reach_an_opml_export(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+
+    for (query, variables) in [
+        (
+            "mutation($n: String!) { createGroup(name: $n) { id } }",
+            json!({ "n": "bell\u{7}group" }),
+        ),
+        (
+            "mutation($l: String!, $n: String!) { createFeed(input: { link: $l, name: $n }) { id } }",
+            json!({ "l": server.url("/typed.xml"), "n": "two\nlines" }),
+        ),
+    ] {
+        let refused = ada.raw(query, variables).await;
+        assert_eq!(refused.error_code(), Some("BAD_USER_INPUT"), "{query}");
+    }
+
+    // A feed's own title names it, without its control characters.
+    let titled = json!({
+        "version": "https://jsonfeed.org/version/1.1",
+        "title": "Bell\u{7}\u{1b} title\nhere",
+        "items": [{ "id": "t1", "title": "t", "content_text": "t" }]
+    })
+    .to_string();
+    server.set("/titled.json", Route::ok("application/feed+json", titled));
+    let feed = ada.follow(&server.url("/titled.json")).await;
+    assert_eq!(ada.refresh(&feed).await["status"], "SUCCEEDED");
+    assert_eq!(ada.feed(&feed).await["name"], "Bell title here");
+
+    // An imported list's line breaks and tabs (legal XML) become spaces.
+    server.set(
+        "/listed.xml",
+        Route::rss(rss2("Listed", &[("l", "L", "l")])),
+    );
+    let opml = format!(
+        "<?xml version=\"1.0\"?><opml version=\"2.0\"><head><title>mine</title></head><body>\
+         <outline text=\"Tech&#10;Stuff\"><outline text=\"Listed&#9;one\" type=\"rss\" xmlUrl=\"{}\"/></outline>\
+         </body></opml>",
+        server.url("/listed.xml")
+    );
+    let task = ada
+        .data(
+            "mutation($o: String!) { importOpml(opml: $o) { id } }",
+            json!({ "o": opml }),
+        )
+        .await["importOpml"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(ada.wait(&task).await["status"], "SUCCEEDED");
+    let groups = ada
+        .data("{ groups { name feeds { name link } } }", json!({}))
+        .await;
+    assert_eq!(groups["groups"][1]["name"], "Tech Stuff", "{groups}");
+    assert_eq!(
+        groups["groups"][1]["feeds"][0]["name"], "Listed one",
+        "{groups}"
+    );
+
+    let exported = ada.data("{ exportOpml }", json!({})).await["exportOpml"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        exported
+            .chars()
+            .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t')),
+        "well-formed XML 1.0: {exported:?}"
+    );
+    let bob = Reader::new(&app, "bob").await;
+    let task = bob
+        .data(
+            "mutation($o: String!) { importOpml(opml: $o) { id } }",
+            json!({ "o": exported }),
+        )
+        .await["importOpml"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let done = bob.wait(&task).await;
+    assert_eq!(done["status"], "SUCCEEDED", "{done}");
+    assert_eq!(done["result"]["feedsCreated"], 2, "{done}");
+    let bobs = bob
+        .data("{ groups { name feeds { name link } } }", json!({}))
+        .await;
+    assert_eq!(bobs, groups, "the export imports unchanged");
 }
 
 async fn discovery_finds_linked_feeds(backend: Backend) {
