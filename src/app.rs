@@ -116,7 +116,7 @@ impl AppState {
         let jobs = Jobs::new(db.clone(), config.runner_settings(), registry, backend);
         let services = Services {
             config: config.clone(),
-            feeds: FeedsService::new(db.clone()),
+            feeds: FeedsService::with_search_limits(db.clone(), config.search_limits()),
             nodes: NodesService::new(db.clone(), jobs.clone(), node_config),
             http,
             db,

@@ -19,6 +19,7 @@ use uuid::Uuid;
 use super::{
     FEED_CHANGED, REFRESH_INTERVALS, names,
     opml::{self, ExportFeed, ExportGroup, OpmlFeed},
+    search::{SearchLimits, Searcher},
     store,
 };
 use crate::{
@@ -70,11 +71,25 @@ pub enum ReadScope {
 #[derive(Clone)]
 pub struct FeedsService {
     db: DatabaseConnection,
+    searcher: Searcher,
 }
 
 impl FeedsService {
+    /// With the default search limits.
     pub fn new(db: DatabaseConnection) -> Self {
-        FeedsService { db }
+        FeedsService::with_search_limits(db, SearchLimits::default())
+    }
+
+    pub fn with_search_limits(db: DatabaseConnection, limits: SearchLimits) -> Self {
+        FeedsService {
+            searcher: Searcher::new(db.clone(), limits),
+            db,
+        }
+    }
+
+    /// The ranked search, bounded per [`SearchLimits`].
+    pub fn searcher(&self) -> &Searcher {
+        &self.searcher
     }
 
     pub fn db(&self) -> &DatabaseConnection {

@@ -23,6 +23,7 @@ on_both_backends!(
     timeouts_oversized_and_malformed_bodies_fail_cleanly,
     redirects_are_followed_and_gzip_is_decoded,
     full_text_search_finds_prefixes_and_stays_per_user,
+    ranked_search_is_planned_from_the_index_and_time_bounded,
     two_users_never_see_each_others_data,
     bookmark_survives_its_feeds_deletion,
     groups_read_state_and_stars,
@@ -608,6 +609,77 @@ async fn full_text_search_finds_prefixes_and_stays_per_user(backend: Backend) {
         )
         .await;
     assert_eq!(theirs["search"]["items"], json!([]));
+}
+
+/// The ranked search on SQLite is driven by the FTS index (not one match
+/// per item), every search stops at `TRELLIS_SEARCH_TIMEOUT_MS` with a
+/// client error, the server goes on serving, and a NUL in the query is the
+/// client's mistake on both backends.
+async fn ranked_search_is_planned_from_the_index_and_time_bounded(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        AppOptions::default()
+            .env("TRELLIS_ALLOW_PRIVATE_FEEDS", "true")
+            // Far less than ranking thousands of matches takes.
+            .env("TRELLIS_SEARCH_TIMEOUT_MS", "1"),
+    )
+    .await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+    let entries: String = (0..5000)
+        .map(|n| {
+            format!(
+                "<item><guid>g{n}</guid><title>Gazette item {n}</title><link>/p/{n}</link>\
+                 <description>gazette gardening gossip about gates, number {n}</description>\
+                 <pubDate>Mon, 30 Nov 2026 10:00:00 GMT</pubDate></item>"
+            )
+        })
+        .collect();
+    let body = format!(
+        r#"<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>Big</title><link>https://big.example/</link>{entries}</channel></rss>"#
+    );
+    ada.pull_new(&server, "/big.xml", Route::rss(body)).await;
+
+    let search = "query($q: String!) { search(query: $q) { items { id } } }";
+    let slow = ada.raw(search, json!({ "q": "g" })).await;
+    assert_eq!(slow.error_code(), Some("BAD_USER_INPUT"), "{:?}", slow.body);
+    assert!(
+        slow.body.to_string().contains("took longer than 1 ms"),
+        "{:?}",
+        slow.body
+    );
+    let nul = ada.raw(search, json!({ "q": "a\u{0}b" })).await;
+    assert_eq!(nul.error_code(), Some("BAD_USER_INPUT"), "{:?}", nul.body);
+    // Still serving, the same connection pool included.
+    assert_eq!(ada.items(json!({})).await.len(), 200);
+
+    if backend == Backend::Sqlite {
+        let db = app.database().await;
+        let statement = trellis::feeds::search::ranked_statement(
+            sea_orm::DatabaseBackend::Sqlite,
+            uuid::Uuid::new_v4(),
+            "gazette",
+            50,
+        );
+        let plan = sea_orm::ConnectionTrait::query_all_raw(
+            &db,
+            sea_orm::Statement::from_sql_and_values(
+                sea_orm::DatabaseBackend::Sqlite,
+                format!("EXPLAIN QUERY PLAN {}", statement.sql),
+                statement.values.map(|values| values.0).unwrap_or_default(),
+            ),
+        )
+        .await
+        .unwrap();
+        let steps: Vec<String> = plan
+            .iter()
+            .map(|row| row.try_get::<String>("", "detail").unwrap())
+            .collect();
+        assert!(
+            steps[0].starts_with("SCAN items_fts VIRTUAL TABLE"),
+            "the full-text match drives the join: {steps:?}"
+        );
+    }
 }
 
 async fn two_users_never_see_each_others_data(backend: Backend) {
