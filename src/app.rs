@@ -116,7 +116,7 @@ impl AppState {
         let jobs = Jobs::new(db.clone(), config.runner_settings(), registry, backend);
         let services = Services {
             config: config.clone(),
-            feeds: FeedsService::new(db.clone()),
+            feeds: FeedsService::with_search_limits(db.clone(), config.search_limits()),
             nodes: NodesService::new(db.clone(), jobs.clone(), node_config),
             http,
             db,
@@ -191,8 +191,9 @@ pub fn router(state: AppState) -> Router {
             header::AUTHORIZATION,
             header::COOKIE,
         ]))
-        .layer(CatchPanicLayer::custom(|_| {
-            tracing::error!("a request handler panicked");
+        .layer(CatchPanicLayer::custom(|panic: Box<dyn std::any::Any + Send>| {
+            let message = crate::error::panic_text(panic.as_ref());
+            tracing::error!(panic = %message, "a request handler panicked");
             (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 Json(json!({ "errors": [{ "message": "internal error", "extensions": { "code": "INTERNAL" } }] })),

@@ -371,6 +371,27 @@ pub struct Config {
     )]
     pub pull_concurrency: usize,
 
+    /// How long one ranked search (`search`) may run, in milliseconds; then
+    /// it is stopped and answered `BAD_USER_INPUT`.
+    #[arg(
+        long,
+        env = "TRELLIS_SEARCH_TIMEOUT_MS",
+        default_value_t = 2000,
+        global = true
+    )]
+    pub search_timeout_ms: u64,
+
+    /// Ranked searches running at once in this process (each holds a
+    /// database connection); more wait up to the search timeout, then
+    /// `RATE_LIMITED`. Keep it well under TRELLIS_DB_MAX_CONNECTIONS.
+    #[arg(
+        long,
+        env = "TRELLIS_SEARCH_CONCURRENCY",
+        default_value_t = 4,
+        global = true
+    )]
+    pub search_concurrency: usize,
+
     /// Upper bound, in seconds, on the delay before a feed's next check.
     #[arg(
         long,
@@ -542,6 +563,14 @@ impl Config {
         }
     }
 
+    /// The ranked search's bounds.
+    pub fn search_limits(&self) -> crate::feeds::search::SearchLimits {
+        crate::feeds::search::SearchLimits {
+            timeout: Duration::from_millis(self.search_timeout_ms),
+            concurrency: self.search_concurrency,
+        }
+    }
+
     /// The outbound HTTP client's settings.
     pub fn http_settings(&self) -> crate::httpc::HttpSettings {
         crate::httpc::HttpSettings {
@@ -614,6 +643,12 @@ impl Config {
         if self.task_lease == 0 || self.task_max_attempts < 1 {
             return Err(ConfigError::Invalid(
                 "TRELLIS_TASK_LEASE and TRELLIS_TASK_MAX_ATTEMPTS must be at least 1".into(),
+            ));
+        }
+        if self.search_timeout_ms == 0 || self.search_concurrency == 0 {
+            return Err(ConfigError::Invalid(
+                "TRELLIS_SEARCH_TIMEOUT_MS and TRELLIS_SEARCH_CONCURRENCY must be at least 1"
+                    .into(),
             ));
         }
         if self.pull_interval == 0 || self.pull_timeout == 0 || self.pull_concurrency == 0 {

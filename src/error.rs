@@ -176,6 +176,15 @@ impl axum::response::IntoResponse for AppError {
     }
 }
 
+/// The text a panic was raised with (for the log; never for clients).
+pub fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

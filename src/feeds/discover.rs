@@ -140,7 +140,7 @@ pub async fn discover(http: &HttpClient, url: &str) -> AppResult<Vec<Discovered>
             format!("could not fetch {url}: HTTP {}", fetched.status.as_u16()),
         ));
     }
-    if let Ok(feed) = parse::parse(&fetched.body, &fetched.url) {
+    if let Ok(feed) = parse::parse_blocking(fetched.body.clone(), fetched.url.clone()).await {
         return Ok(vec![Discovered {
             url: fetched.url.to_string(),
             title: feed.title,

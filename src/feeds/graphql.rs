@@ -528,7 +528,10 @@ impl FeedsQuery {
             return Err(AppError::bad_input("query", "query must be 1–500 characters").into());
         }
         let limit = first.clamp(1, 200) as u64;
-        let items = search::ranked_items(service.db(), viewer.user_id, &query, limit).await?;
+        let items = service
+            .searcher()
+            .ranked_items(viewer.user_id, &query, limit)
+            .await?;
         let matched_feeds =
             search::matching_feeds(service.db(), viewer.user_id, &query, limit).await?;
         Ok(SearchResult {

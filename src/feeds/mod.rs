@@ -9,7 +9,8 @@
 //!   [`store`] is its SQL, [`tasks`] the runner's task kinds.
 //! - [`retention`]: the optional hourly clean-up of old read items.
 //! - [`sanitize`]: item HTML as it is served; [`discover`] finds feeds a
-//!   page links to; [`opml`] reads and writes subscription lists.
+//!   page links to; [`opml`] reads and writes subscription lists, whose
+//!   names [`names`] keeps fit for XML.
 //! - Mobile apps: [`fever`] (the Fever API) and [`greader`] (the Google
 //!   Reader API), with [`reader_auth`] (their password) and
 //!   [`reader_form`] (their parameters).
@@ -19,6 +20,7 @@ pub mod fever;
 pub mod graphql;
 pub mod greader;
 pub mod mapping;
+pub mod names;
 pub mod opml;
 pub mod parse;
 pub mod pull;

@@ -2,26 +2,61 @@
 //! adapter lives here: what feed-rs parses becomes our [`ParsedFeed`] of
 //! [`RawEntry`]s; the identity/content/date fallbacks are
 //! [`super::mapping`]'s.
+//!
+//! The parsers are third-party code fed hostile bytes: a document they
+//! panic on (quick-xml under feed-rs does on UTF-16 XML) is refused like
+//! any malformed one, never a crashed worker.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use url::Url;
 
-use super::mapping::{RawEntry, absolute_link};
+use super::{
+    mapping::{RawEntry, absolute_link},
+    names,
+};
 
 /// What the pull worker needs from a fetched document.
 #[derive(Debug, Clone, Default)]
 pub struct ParsedFeed {
+    /// Cleaned to a name ([`names::clean`]).
     pub title: Option<String>,
     /// The site the feed belongs to (RSS `<link>`, Atom `rel="alternate"`), absolute.
     pub site_url: Option<String>,
     pub entries: Vec<RawEntry>,
 }
 
+/// Why a document is not a feed; the text is what `fetchState.lastError` shows.
 #[derive(Debug, thiserror::Error)]
-#[error("not a valid RSS, Atom or JSON feed: {0}")]
-pub struct ParseError(String);
+pub enum ParseError {
+    #[error("not a valid RSS, Atom or JSON feed: {0}")]
+    Invalid(String),
+    /// The parser panicked on the document (logged with the panic's text).
+    #[error("the feed could not be parsed")]
+    Panicked,
+}
 
-/// Parses `body` fetched from `url` (the base for relative links).
+/// Parses `body` fetched from `url` (the base for relative links). A panic
+/// of the parser is caught and answered [`ParseError::Panicked`].
 pub fn parse(body: &[u8], url: &Url) -> Result<ParsedFeed, ParseError> {
+    catch_unwind(AssertUnwindSafe(|| parse_unguarded(body, url))).unwrap_or_else(|panic| {
+        let message = crate::error::panic_text(panic.as_ref());
+        tracing::warn!(url = %url, panic = %message, "the feed parser panicked on a document");
+        Err(ParseError::Panicked)
+    })
+}
+
+/// [`parse`] on the blocking pool: parsing a large feed is milliseconds of
+/// CPU that must not hold up an async worker.
+pub async fn parse_blocking(body: Vec<u8>, url: Url) -> Result<ParsedFeed, ParseError> {
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(|| parse(&body, &url)))
+        .await
+        // The panic is caught inside; this is the runtime shutting down.
+        .unwrap_or(Err(ParseError::Panicked))
+}
+
+fn parse_unguarded(body: &[u8], url: &Url) -> Result<ParsedFeed, ParseError> {
     let feed = feed_rs::parser::Builder::new()
         .base_uri(Some(url.as_str()))
         // No invented ids: an entry without one takes the mapping's fallbacks.
@@ -29,7 +64,7 @@ pub fn parse(body: &[u8], url: &Url) -> Result<ParsedFeed, ParseError> {
         .sanitize_content(false)
         .build()
         .parse(body)
-        .map_err(|error| ParseError(error.to_string()))?;
+        .map_err(|error| ParseError::Invalid(error.to_string()))?;
     let site_url = alternate(&feed.links).and_then(|href| absolute_link(href, Some(url)));
     let entries = feed
         .entries
@@ -45,10 +80,8 @@ pub fn parse(body: &[u8], url: &Url) -> Result<ParsedFeed, ParseError> {
         })
         .collect();
     Ok(ParsedFeed {
-        title: feed
-            .title
-            .map(|text| text.content.trim().to_owned())
-            .filter(|title| !title.is_empty()),
+        // It becomes the feed's name: made fit for one.
+        title: feed.title.and_then(|text| names::clean(&text.content)),
         site_url,
         entries,
     })
@@ -120,5 +153,20 @@ mod tests {
         assert!(parse(b"<html><body>hello</body></html>", &base()).is_err());
         assert!(parse(b"", &base()).is_err());
         assert!(!is_feed(b"not xml at all", &base()));
+    }
+
+    /// UTF-16BE with a BOM and `encoding="utf-16"`: quick-xml panics on it
+    /// inside feed-rs.
+    pub fn utf16be_feed() -> Vec<u8> {
+        let text = r#"<?xml version="1.0" encoding="utf-16"?><rss version="2.0"><channel><title>Wide</title><item><guid>w1</guid><title>One</title></item></channel></rss>"#;
+        let mut bytes = vec![0xFE, 0xFF];
+        bytes.extend(text.encode_utf16().flat_map(u16::to_be_bytes));
+        bytes
+    }
+
+    #[test]
+    fn a_parser_panic_is_a_parse_error() {
+        let error = parse(&utf16be_feed(), &base()).err();
+        assert!(error.is_some(), "a UTF-16 document is refused, not a crash");
     }
 }

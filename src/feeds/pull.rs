@@ -8,12 +8,14 @@
 
 use std::{
     collections::HashMap,
+    panic::AssertUnwindSafe,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
 use chrono::{DateTime, Utc};
 use entity::{feed, feed_fetch_state};
+use futures_util::FutureExt;
 use reqwest::{
     StatusCode,
     header::{self, HeaderMap, HeaderValue},
@@ -138,32 +140,52 @@ impl Puller {
         if mode == PullMode::Scheduled && feed.suspended {
             return Ok(report(PullOutcome::Skipped, 0, None));
         }
-        let observation = {
-            // The host's turn first: a slot is never held while waiting on a busy host.
-            let _host = self.hosts.acquire(&host_of(&feed.link)).await;
-            let _slot = self.slots.clone().acquire_owned().await;
-            self.fetch(&feed, &state).await
-        };
-        let now = Utc::now();
         let interval = pullpolicy::effective_interval(
             feed.refresh_interval_seconds.map(|s| s.max(1) as u32),
             self.settings.interval,
         );
-        match self.record(&feed, &state, observation, interval, now).await {
-            Ok(report) => Ok(report),
-            Err(error) => {
+        // Whatever goes wrong in fetching, parsing, mapping or storing, the
+        // feed's state says so and the feed backs off: a panic included.
+        let attempt = AssertUnwindSafe(self.fetch_and_record(&feed, &state, interval))
+            .catch_unwind()
+            .await;
+        let error = match attempt {
+            Ok(Ok(report)) => return Ok(report),
+            Ok(Err(error)) => {
                 // What the feed sent could not be stored (the database refused
                 // it): record that as the feed's failure, so it backs off and
                 // says why, instead of retrying at once forever.
                 tracing::warn!(feed_id, error = %crate::error::chain(&error), "storing a pulled feed failed");
-                let failure = Observation::Failure {
-                    status: None,
-                    retry_after: None,
-                    error: "the feed's items could not be stored (see the server log)".into(),
-                };
-                self.record(&feed, &state, failure, interval, now).await
+                "the feed's items could not be stored (see the server log)"
             }
-        }
+            Err(_) => {
+                tracing::error!(feed_id, "pulling a feed panicked");
+                "the feed could not be pulled (see the server log)"
+            }
+        };
+        let failure = Observation::Failure {
+            status: None,
+            retry_after: None,
+            error: error.into(),
+        };
+        self.record(&feed, &state, failure, interval, Utc::now())
+            .await
+    }
+
+    async fn fetch_and_record(
+        &self,
+        feed: &feed::Model,
+        state: &feed_fetch_state::Model,
+        interval: Duration,
+    ) -> AppResult<PullReport> {
+        let observation = {
+            // The host's turn first: a slot is never held while waiting on a busy host.
+            let _host = self.hosts.acquire(&host_of(&feed.link)).await;
+            let _slot = self.slots.clone().acquire_owned().await;
+            self.fetch(feed, state).await
+        };
+        self.record(feed, state, observation, interval, Utc::now())
+            .await
     }
 
     /// Records one pull's outcome in one write transaction.
@@ -265,7 +287,7 @@ impl Puller {
                 parsed: None,
                 final_url: None,
             },
-            status if status.is_success() => match parse::parse(&body, &url) {
+            status if status.is_success() => match parse::parse_blocking(body, url.clone()).await {
                 Ok(parsed) => Observation::Success {
                     status,
                     headers,

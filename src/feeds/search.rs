@@ -4,16 +4,36 @@
 //! matched as a prefix, all required. A query with no word characters
 //! falls back to a plain substring match on titles. Feeds are matched by
 //! name or URL substring.
+//!
+//! A ranked search is bounded three ways ([`Searcher`]): at most
+//! `TRELLIS_SEARCH_CONCURRENCY` run at once in the process (so slow ones
+//! never hold every pooled connection), a search waits at most its time
+//! limit for its turn (then `RATE_LIMITED`), and its statement is stopped
+//! after `TRELLIS_SEARCH_TIMEOUT_MS` (PostgreSQL's `statement_timeout`;
+//! an SQLite progress handler that interrupts it) — `BAD_USER_INPUT`
+//! asking for more specific words.
+//!
+//! On SQLite the FTS5 table drives the join (`items_fts CROSS JOIN
+//! items`): the planner would otherwise walk the user's items by index and
+//! run the full-text match once per item (seconds per query at 10k items).
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use entity::{feed, item};
 use sea_orm::{
-    ColumnTrait, Condition, DatabaseBackend, DatabaseConnection, EntityTrait, FromQueryResult,
-    Iterable, QueryFilter, QueryOrder, QuerySelect, Select, Statement,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr,
+    EntityTrait, FromQueryResult, Iterable, QueryFilter, QueryOrder, QueryResult, QuerySelect,
+    QueryTrait, RuntimeErr, Statement, TransactionTrait,
     sea_query::{Expr, ExprTrait, Func, LikeExpr, SimpleExpr},
+    sqlx,
 };
+use tokio::sync::Semaphore;
 use uuid::Uuid;
 
-use crate::error::AppResult;
+use crate::error::{AppError, AppResult};
 
 /// At most this many terms are used; the rest of a long query is ignored.
 pub const MAX_TERMS: usize = 16;
@@ -111,24 +131,211 @@ pub async fn matching_feeds(
         .await?)
 }
 
-/// The user's best `limit` items for `query`, best first (BM25 on SQLite,
-/// `ts_rank` on PostgreSQL; title matches weigh more than content).
-pub async fn ranked_items(
-    db: &DatabaseConnection,
+/// `TRELLIS_SEARCH_TIMEOUT_MS` and `TRELLIS_SEARCH_CONCURRENCY`.
+#[derive(Debug, Clone)]
+pub struct SearchLimits {
+    /// How long one search statement may run.
+    pub timeout: Duration,
+    /// Searches running at once in this process.
+    pub concurrency: usize,
+}
+
+impl Default for SearchLimits {
+    fn default() -> Self {
+        SearchLimits {
+            timeout: Duration::from_millis(2000),
+            concurrency: 4,
+        }
+    }
+}
+
+/// SQLite calls the progress handler every this many VM instructions
+/// (well under a millisecond apart).
+const PROGRESS_OPS: i32 = 1000;
+
+/// Runs ranked searches within [`SearchLimits`]; cheap to clone (one
+/// semaphore per process).
+#[derive(Clone)]
+pub struct Searcher {
+    db: DatabaseConnection,
+    slots: Arc<Semaphore>,
+    timeout: Duration,
+}
+
+/// How a bounded statement ended badly.
+enum Stopped {
+    /// Past the time limit.
+    Timeout,
+    Db(DbErr),
+}
+
+impl From<DbErr> for Stopped {
+    fn from(error: DbErr) -> Self {
+        Stopped::Db(error)
+    }
+}
+
+impl Searcher {
+    pub fn new(db: DatabaseConnection, limits: SearchLimits) -> Self {
+        Searcher {
+            db,
+            slots: Arc::new(Semaphore::new(limits.concurrency.max(1))),
+            timeout: limits.timeout.max(Duration::from_millis(1)),
+        }
+    }
+
+    /// The user's best `limit` items for `query`, best first (BM25 on
+    /// SQLite, `ts_rank` on PostgreSQL; title matches weigh more than
+    /// content).
+    pub async fn ranked_items(
+        &self,
+        user: Uuid,
+        query: &str,
+        limit: u64,
+    ) -> AppResult<Vec<item::Model>> {
+        let statement = ranked_statement(self.db.get_database_backend(), user, query, limit);
+        // Waiting for a turn takes no longer than a search may run.
+        let _slot = tokio::time::timeout(self.timeout, self.slots.clone().acquire_owned())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .ok_or(AppError::RateLimited { retry_after: 1 })?;
+        let rows = match self.db.get_database_backend() {
+            DatabaseBackend::Postgres => self.on_postgres(statement).await,
+            _ => self.on_sqlite(statement).await,
+        };
+        let rows = match rows {
+            Ok(rows) => rows,
+            Err(Stopped::Timeout) => {
+                metrics::counter!("trellis_search_timeouts_total").increment(1);
+                return Err(AppError::bad_input(
+                    "query",
+                    format!(
+                        "the search took longer than {} ms; use longer or more specific words",
+                        self.timeout.as_millis()
+                    ),
+                ));
+            }
+            Err(Stopped::Db(error)) => return Err(error.into()),
+        };
+        rows.iter()
+            .map(|row| item::Model::from_query_result(row, "").map_err(AppError::from))
+            .collect()
+    }
+
+    /// `statement_timeout` for this statement only (`SET LOCAL` in its
+    /// own read transaction).
+    async fn on_postgres(&self, statement: Statement) -> Result<Vec<QueryResult>, Stopped> {
+        let txn = self.db.begin().await?;
+        txn.execute_unprepared(&format!(
+            "SET LOCAL statement_timeout = {}",
+            self.timeout.as_millis()
+        ))
+        .await?;
+        match txn.query_all_raw(statement).await {
+            Ok(rows) => {
+                txn.commit().await?;
+                Ok(rows)
+            }
+            // 57014 query_canceled: the timeout fired.
+            Err(error) if database_code(&error).as_deref() == Some("57014") => {
+                Err(Stopped::Timeout)
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// A progress handler interrupts the statement at its deadline. It is
+    /// installed on one pooled connection for the statement and removed
+    /// after; if the search is dropped half-way (the request timed out),
+    /// the connection is closed instead of going back to the pool with it.
+    async fn on_sqlite(&self, statement: Statement) -> Result<Vec<QueryResult>, Stopped> {
+        struct Armed(sqlx::pool::PoolConnection<sqlx::Sqlite>, bool);
+        impl Drop for Armed {
+            fn drop(&mut self) {
+                if self.1 {
+                    self.0.close_on_drop();
+                }
+            }
+        }
+        let sqlx_error = |error: sqlx::Error| DbErr::Conn(RuntimeErr::SqlxError(error.into()));
+        let pool = self.db.get_sqlite_connection_pool();
+        let mut conn = Armed(pool.acquire().await.map_err(sqlx_error)?, true);
+        let deadline = Instant::now() + self.timeout;
+        conn.0
+            .lock_handle()
+            .await
+            .map_err(sqlx_error)?
+            .set_progress_handler(PROGRESS_OPS, move || Instant::now() < deadline);
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(statement.sql.as_str()));
+        for value in statement.values.iter().flat_map(|values| values.0.iter()) {
+            query = match value {
+                sea_orm::Value::Uuid(Some(uuid)) => query.bind(*uuid),
+                sea_orm::Value::String(Some(text)) => query.bind(text.clone()),
+                sea_orm::Value::BigInt(Some(number)) => query.bind(*number),
+                sea_orm::Value::BigUnsigned(Some(number)) => {
+                    query.bind(i64::try_from(*number).unwrap_or(i64::MAX))
+                }
+                other => {
+                    return Err(Stopped::Db(DbErr::Custom(format!(
+                        "unexpected search parameter {other:?}"
+                    ))));
+                }
+            };
+        }
+        let result = query.fetch_all(&mut *conn.0).await;
+        conn.0
+            .lock_handle()
+            .await
+            .map_err(sqlx_error)?
+            .remove_progress_handler();
+        conn.1 = false;
+        match result {
+            Ok(rows) => Ok(rows.into_iter().map(QueryResult::from).collect()),
+            // SQLITE_INTERRUPT: the progress handler stopped it.
+            Err(sqlx::Error::Database(error)) if error.code().as_deref() == Some("9") => {
+                Err(Stopped::Timeout)
+            }
+            Err(error) => Err(Stopped::Db(sqlx_error(error))),
+        }
+    }
+}
+
+/// The driver's error code (SQLSTATE on PostgreSQL).
+fn database_code(error: &DbErr) -> Option<String> {
+    match error {
+        DbErr::Query(RuntimeErr::SqlxError(error))
+        | DbErr::Exec(RuntimeErr::SqlxError(error))
+        | DbErr::Conn(RuntimeErr::SqlxError(error)) => match error.as_ref() {
+            sqlx::Error::Database(error) => error.code().map(|code| code.into_owned()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The ranked search's one statement (the title fallback when the query
+/// has no word terms). Parameters are a UUID, text and a 64-bit limit only.
+pub fn ranked_statement(
+    backend: DatabaseBackend,
     user: Uuid,
     query: &str,
     limit: u64,
-) -> AppResult<Vec<item::Model>> {
+) -> Statement {
     let terms = terms(query);
     if terms.is_empty() {
-        return Ok(fallback(user, query, limit).all(db).await?);
+        return item::Entity::find()
+            .filter(item::Column::UserId.eq(user))
+            .filter(title_contains(query))
+            .order_by_desc(item::Column::PubDate)
+            .limit(limit)
+            .build(backend);
     }
     let columns = item::Column::iter()
         .map(|column| format!("items.{}", sea_orm::IdenStatic::as_str(&column)))
         .collect::<Vec<_>>()
         .join(", ");
-    let backend = db.get_database_backend();
-    let statement = match backend {
+    match backend {
         DatabaseBackend::Postgres => Statement::from_sql_and_values(
             backend,
             format!(
@@ -138,10 +345,12 @@ pub async fn ranked_items(
             ),
             [user.into(), tsquery(&terms).into(), (limit as i64).into()],
         ),
+        // CROSS JOIN: SQLite keeps the left table outermost, so the
+        // full-text match runs once and drives the join.
         _ => Statement::from_sql_and_values(
             backend,
             format!(
-                "SELECT {columns} FROM items_fts JOIN items ON items.id = items_fts.rowid \
+                "SELECT {columns} FROM items_fts CROSS JOIN items ON items.id = items_fts.rowid \
                  WHERE items_fts MATCH $2 AND items.user_id = $1 \
                  ORDER BY bm25(items_fts, 10.0, 1.0), items.pub_date DESC, items.id DESC LIMIT $3"
             ),
@@ -151,16 +360,7 @@ pub async fn ranked_items(
                 (limit as i64).into(),
             ],
         ),
-    };
-    Ok(item::Model::find_by_statement(statement).all(db).await?)
-}
-
-fn fallback(user: Uuid, query: &str, limit: u64) -> Select<item::Entity> {
-    item::Entity::find()
-        .filter(item::Column::UserId.eq(user))
-        .filter(title_contains(query))
-        .order_by_desc(item::Column::PubDate)
-        .limit(limit)
+    }
 }
 
 #[cfg(test)]

@@ -17,8 +17,9 @@ use url::Url;
 use uuid::Uuid;
 
 use super::{
-    FEED_CHANGED, REFRESH_INTERVALS,
+    FEED_CHANGED, REFRESH_INTERVALS, names,
     opml::{self, ExportFeed, ExportGroup, OpmlFeed},
+    search::{SearchLimits, Searcher},
     store,
 };
 use crate::{
@@ -34,8 +35,7 @@ pub const MAX_BATCH: usize = 500;
 /// The longest feed URL accepted, in bytes (what browsers and servers
 /// reliably handle; the column itself is unbounded `text`).
 pub const MAX_LINK_BYTES: usize = 2048;
-/// Feed and group names are at most this many characters (`varchar(255)`).
-pub const MAX_NAME_CHARS: usize = 255;
+pub use super::names::MAX_NAME_CHARS;
 
 /// A new feed as the user describes it.
 #[derive(Debug, Clone, Default)]
@@ -71,11 +71,25 @@ pub enum ReadScope {
 #[derive(Clone)]
 pub struct FeedsService {
     db: DatabaseConnection,
+    searcher: Searcher,
 }
 
 impl FeedsService {
+    /// With the default search limits.
     pub fn new(db: DatabaseConnection) -> Self {
-        FeedsService { db }
+        FeedsService::with_search_limits(db, SearchLimits::default())
+    }
+
+    pub fn with_search_limits(db: DatabaseConnection, limits: SearchLimits) -> Self {
+        FeedsService {
+            searcher: Searcher::new(db.clone(), limits),
+            db,
+        }
+    }
+
+    /// The ranked search, bounded per [`SearchLimits`].
+    pub fn searcher(&self) -> &Searcher {
+        &self.searcher
     }
 
     pub fn db(&self) -> &DatabaseConnection {
@@ -216,7 +230,7 @@ impl FeedsService {
             };
             check_interval(new.refresh_interval_seconds)?;
             let name = match new.name.as_deref().map(str::trim) {
-                Some(name) if !name.is_empty() => bounded("name", name, MAX_NAME_CHARS)?,
+                Some(name) if !name.is_empty() => checked_name(name)?,
                 // Named after its URL until the first pull finds its title.
                 _ => name_from_link(&link),
             };
@@ -267,7 +281,7 @@ impl FeedsService {
             model.link = Set(link);
         }
         if let Some(name) = &patch.name {
-            model.name = Set(bounded("name", name.trim(), MAX_NAME_CHARS)?);
+            model.name = Set(checked_name(name)?);
         }
         if let Some(group_id) = patch.group_id {
             model.group_id = Set(owned_group(&txn, user, group_id).await?.id);
@@ -417,9 +431,10 @@ impl FeedsService {
                 .filter(|g| !g.is_empty())
             {
                 None => default.id,
-                Some(name) => {
-                    let name: String = name.chars().take(255).collect();
-                    match groups.get(&name) {
+                // A folder name of nothing but control characters: the default group.
+                Some(name) => match names::clean(name) {
+                    None => default.id,
+                    Some(name) => match groups.get(&name) {
                         Some(id) => *id,
                         None => {
                             let group = new_group(user, name.clone(), false, now)
@@ -429,13 +444,13 @@ impl FeedsService {
                             groups.insert(name, group.id);
                             group.id
                         }
-                    }
-                }
+                    },
+                },
             };
             let name = entry
                 .name
-                .map(|name| name.trim().chars().take(255).collect::<String>())
-                .filter(|name| !name.is_empty())
+                .as_deref()
+                .and_then(names::clean)
                 .unwrap_or_else(|| name_from_link(&link));
             let model = insert_feed(
                 &txn,
@@ -476,12 +491,14 @@ impl FeedsService {
                 feeds: feeds
                     .extract_if(.., |feed| feed.group_id == group.id)
                     .map(|feed| ExportFeed {
-                        name: feed.name,
+                        // Names stored before control characters were refused.
+                        name: names::clean(&feed.name)
+                            .unwrap_or_else(|| name_from_link(&feed.link)),
                         link: feed.link,
                         site_url: feed.site_url,
                     })
                     .collect(),
-                name: group.name,
+                name: names::clean(&group.name).unwrap_or_else(|| format!("Group {}", group.id)),
             })
             .collect();
         opml::render("Trellis subscriptions", export)
@@ -841,7 +858,12 @@ async fn feeds_changed(
 }
 
 fn group_name(name: &str) -> AppResult<String> {
-    bounded("name", name.trim(), MAX_NAME_CHARS)
+    checked_name(name)
+}
+
+/// A name the user typed, per [`names::check`].
+fn checked_name(name: &str) -> AppResult<String> {
+    names::check(name).map_err(|error| AppError::bad_input("name", error.to_string()))
 }
 
 /// A feed's name before its first pull: its URL, cut to a name's length.

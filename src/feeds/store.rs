@@ -207,8 +207,8 @@ pub async fn record_success(
         if feed.name == feed.link
             && let Some(title) = &parsed.title
         {
-            let name: String = title.chars().take(255).collect();
-            update = update.col_expr(feed::Column::Name, Expr::value(name));
+            // Already cleaned to a name by the parser.
+            update = update.col_expr(feed::Column::Name, Expr::value(title.clone()));
             changed = true;
         }
         if changed {

@@ -32,6 +32,9 @@ use super::{
     store::{self, Finish, Heartbeat},
 };
 
+/// The error of a task whose handler panicked (the panic's text is in the log).
+pub const PANICKED: &str = "the task's handler panicked (see the server log)";
+
 /// Runner knobs (from `TRELLIS_QUEUE_*`, `TRELLIS_TASK_*`).
 #[derive(Debug, Clone)]
 pub struct RunnerSettings {
@@ -194,15 +197,19 @@ async fn run_task(
     ));
 
     // A panicking handler must not leave the heartbeat renewing the lease
-    // of a task nobody runs: it counts as a failed attempt.
+    // of a task nobody runs, nor its task unrecorded. A panic is a bug, not
+    // a passing condition: the task fails at once (another attempt would
+    // repeat the panic and every side effect before it, such as a fetch).
+    // The stage's transaction was dropped with the stage, so it rolled back.
     let outcome = match AssertUnwindSafe(run_stages(jobs, &task, &lost, &cancel, stop))
         .catch_unwind()
         .await
     {
         Ok(outcome) => outcome,
-        Err(_) => {
-            tracing::error!(task_id = %task.id, kind = %task.kind, "a task handler panicked");
-            End::Outcome(settings.after_failed_attempt(&task, "the task's handler panicked".into()))
+        Err(panic) => {
+            let message = crate::error::panic_text(panic.as_ref());
+            tracing::error!(task_id = %task.id, kind = %task.kind, panic = %message, "a task handler panicked");
+            End::Outcome(Finish::Failed(PANICKED.into()))
         }
     };
     heartbeat.abort();

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use crate::{
-    feedserver::{FeedServer, Route, rss2},
+    feedserver::{FeedServer, Route, rss2, utf16be_rss},
     helpers::{AppOptions, Backend, TestApp, spawn_app_with},
     on_both_backends,
     websocket::{next, subscribe},
@@ -24,15 +24,18 @@ on_both_backends!(
     timeouts_oversized_and_malformed_bodies_fail_cleanly,
     redirects_are_followed_and_gzip_is_decoded,
     full_text_search_finds_prefixes_and_stays_per_user,
+    ranked_search_is_planned_from_the_index_and_time_bounded,
     two_users_never_see_each_others_data,
     bookmark_survives_its_feeds_deletion,
     groups_read_state_and_stars,
     scheduler_pulls_new_feeds_and_subscribers_hear_it,
     settings_round_trip,
     opml_round_trip,
+    control_characters_never_reach_an_opml_export,
     discovery_finds_linked_feeds,
     retention_deletes_only_old_read_items,
     hostile_publishers_cannot_break_the_worker,
+    a_feed_the_parser_panics_on_is_recorded_and_backed_off,
     fever_api_serves_and_marks_the_users_items,
     google_reader_api_serves_and_edits_the_users_items,
 );
@@ -133,7 +136,7 @@ impl<'a> Reader<'a> {
         for _ in 0..600 {
             let data = self
                 .data(
-                    "query($id: ID!) { task(id: $id) { status error result } }",
+                    "query($id: ID!) { task(id: $id) { status error result attemptCount } }",
                     json!({ "id": task }),
                 )
                 .await;
@@ -607,6 +610,77 @@ async fn full_text_search_finds_prefixes_and_stays_per_user(backend: Backend) {
         )
         .await;
     assert_eq!(theirs["search"]["items"], json!([]));
+}
+
+/// The ranked search on SQLite is driven by the FTS index (not one match
+/// per item), every search stops at `TRELLIS_SEARCH_TIMEOUT_MS` with a
+/// client error, the server goes on serving, and a NUL in the query is the
+/// client's mistake on both backends.
+async fn ranked_search_is_planned_from_the_index_and_time_bounded(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        AppOptions::default()
+            .env("TRELLIS_ALLOW_PRIVATE_FEEDS", "true")
+            // Far less than ranking thousands of matches takes.
+            .env("TRELLIS_SEARCH_TIMEOUT_MS", "1"),
+    )
+    .await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+    let entries: String = (0..5000)
+        .map(|n| {
+            format!(
+                "<item><guid>g{n}</guid><title>Gazette item {n}</title><link>/p/{n}</link>\
+                 <description>gazette gardening gossip about gates, number {n}</description>\
+                 <pubDate>Mon, 30 Nov 2026 10:00:00 GMT</pubDate></item>"
+            )
+        })
+        .collect();
+    let body = format!(
+        r#"<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>Big</title><link>https://big.example/</link>{entries}</channel></rss>"#
+    );
+    ada.pull_new(&server, "/big.xml", Route::rss(body)).await;
+
+    let search = "query($q: String!) { search(query: $q) { items { id } } }";
+    let slow = ada.raw(search, json!({ "q": "g" })).await;
+    assert_eq!(slow.error_code(), Some("BAD_USER_INPUT"), "{:?}", slow.body);
+    assert!(
+        slow.body.to_string().contains("took longer than 1 ms"),
+        "{:?}",
+        slow.body
+    );
+    let nul = ada.raw(search, json!({ "q": "a\u{0}b" })).await;
+    assert_eq!(nul.error_code(), Some("BAD_USER_INPUT"), "{:?}", nul.body);
+    // Still serving, the same connection pool included.
+    assert_eq!(ada.items(json!({})).await.len(), 200);
+
+    if backend == Backend::Sqlite {
+        let db = app.database().await;
+        let statement = trellis::feeds::search::ranked_statement(
+            sea_orm::DatabaseBackend::Sqlite,
+            uuid::Uuid::new_v4(),
+            "gazette",
+            50,
+        );
+        let plan = sea_orm::ConnectionTrait::query_all_raw(
+            &db,
+            sea_orm::Statement::from_sql_and_values(
+                sea_orm::DatabaseBackend::Sqlite,
+                format!("EXPLAIN QUERY PLAN {}", statement.sql),
+                statement.values.map(|values| values.0).unwrap_or_default(),
+            ),
+        )
+        .await
+        .unwrap();
+        let steps: Vec<String> = plan
+            .iter()
+            .map(|row| row.try_get::<String>("", "detail").unwrap())
+            .collect();
+        assert!(
+            steps[0].starts_with("SCAN items_fts VIRTUAL TABLE"),
+            "the full-text match drives the join: {steps:?}"
+        );
+    }
 }
 
 async fn two_users_never_see_each_others_data(backend: Backend) {
@@ -1167,6 +1241,100 @@ async fn opml_round_trip(backend: Backend) {
     assert_eq!(invalid.error_code(), Some("BAD_USER_INPUT"));
 }
 
+/// XML 1.0 cannot carry control characters (and the OPML reader refuses
+/// them): names typed with one are refused, names from a feed's own title
+/// or an imported list lose theirs, so the export is well-formed XML that imports elsewhere
+/// unchanged.
+async fn control_characters_never_reach_an_opml_export(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+
+    for (query, variables) in [
+        (
+            "mutation($n: String!) { createGroup(name: $n) { id } }",
+            json!({ "n": "bell\u{7}group" }),
+        ),
+        (
+            "mutation($l: String!, $n: String!) { createFeed(input: { link: $l, name: $n }) { id } }",
+            json!({ "l": server.url("/typed.xml"), "n": "two\nlines" }),
+        ),
+    ] {
+        let refused = ada.raw(query, variables).await;
+        assert_eq!(refused.error_code(), Some("BAD_USER_INPUT"), "{query}");
+    }
+
+    // A feed's own title names it, without its control characters.
+    let titled = json!({
+        "version": "https://jsonfeed.org/version/1.1",
+        "title": "Bell\u{7}\u{1b} title\nhere",
+        "items": [{ "id": "t1", "title": "t", "content_text": "t" }]
+    })
+    .to_string();
+    server.set("/titled.json", Route::ok("application/feed+json", titled));
+    let feed = ada.follow(&server.url("/titled.json")).await;
+    assert_eq!(ada.refresh(&feed).await["status"], "SUCCEEDED");
+    assert_eq!(ada.feed(&feed).await["name"], "Bell title here");
+
+    // An imported list's line breaks and tabs (legal XML) become spaces.
+    server.set(
+        "/listed.xml",
+        Route::rss(rss2("Listed", &[("l", "L", "l")])),
+    );
+    let opml = format!(
+        "<?xml version=\"1.0\"?><opml version=\"2.0\"><head><title>mine</title></head><body>\
+         <outline text=\"Tech&#10;Stuff\"><outline text=\"Listed&#9;one\" type=\"rss\" xmlUrl=\"{}\"/></outline>\
+         </body></opml>",
+        server.url("/listed.xml")
+    );
+    let task = ada
+        .data(
+            "mutation($o: String!) { importOpml(opml: $o) { id } }",
+            json!({ "o": opml }),
+        )
+        .await["importOpml"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(ada.wait(&task).await["status"], "SUCCEEDED");
+    let groups = ada
+        .data("{ groups { name feeds { name link } } }", json!({}))
+        .await;
+    assert_eq!(groups["groups"][1]["name"], "Tech Stuff", "{groups}");
+    assert_eq!(
+        groups["groups"][1]["feeds"][0]["name"], "Listed one",
+        "{groups}"
+    );
+
+    let exported = ada.data("{ exportOpml }", json!({})).await["exportOpml"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        exported
+            .chars()
+            .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t')),
+        "well-formed XML 1.0: {exported:?}"
+    );
+    let bob = Reader::new(&app, "bob").await;
+    let task = bob
+        .data(
+            "mutation($o: String!) { importOpml(opml: $o) { id } }",
+            json!({ "o": exported }),
+        )
+        .await["importOpml"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let done = bob.wait(&task).await;
+    assert_eq!(done["status"], "SUCCEEDED", "{done}");
+    assert_eq!(done["result"]["feedsCreated"], 2, "{done}");
+    let bobs = bob
+        .data("{ groups { name feeds { name link } } }", json!({}))
+        .await;
+    assert_eq!(bobs, groups, "the export imports unchanged");
+}
+
 async fn discovery_finds_linked_feeds(backend: Backend) {
     let app = app(backend).await;
     let server = FeedServer::start().await;
@@ -1397,6 +1565,49 @@ async fn hostile_publishers_cannot_break_the_worker(backend: Backend) {
     // The same document again is the same item.
     ada.refresh(&feed).await;
     assert_eq!(ada.items(json!({ "feedId": feed })).await.len(), 1);
+}
+
+/// The parser panics on a UTF-16BE feed: the feed's state says why, the
+/// feed backs off like any failed pull, the task fails once (no retries
+/// re-fetching it), and the worker goes on pulling other feeds.
+async fn a_feed_the_parser_panics_on_is_recorded_and_backed_off(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+    server.set("/wide.xml", Route::rss(utf16be_rss()));
+    let wide = ada.follow(&server.url("/wide.xml")).await;
+
+    let task = ada.refresh(&wide).await;
+    assert_eq!(task["status"], "FAILED", "{task}");
+    assert_eq!(task["error"], "the feed could not be parsed", "{task}");
+    let state = ada.feed(&wide).await["fetchState"].clone();
+    assert_eq!(
+        state["lastError"], "the feed could not be parsed",
+        "{state}"
+    );
+    assert_eq!(state["lastHttpStatus"], 200, "{state}");
+    // The scheduler may have pulled the new feed too: 1800 × 1.8^failures.
+    let failures = state["consecutiveFailures"].as_i64().unwrap();
+    let backoff = match failures {
+        1 => 3240,
+        2 => 5832,
+        other => panic!("one or two pulls, not {other}: {state}"),
+    };
+    assert_eq!(
+        seconds_between(&state["lastCheckedAt"], &state["nextCheckAt"]),
+        backoff
+    );
+    assert_eq!(task["attemptCount"], 1, "{task}");
+
+    // The same worker pulls the next feed as if nothing happened.
+    let fine = ada
+        .pull_new(
+            &server,
+            "/fine.xml",
+            Route::rss(rss2("Fine", &[("f1", "Fine one", "ok")])),
+        )
+        .await;
+    assert_eq!(ada.items(json!({ "feedId": fine })).await.len(), 1);
 }
 
 /// POSTs to the Fever endpoint: `flags` in the query string (after `api`),

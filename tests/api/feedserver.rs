@@ -259,3 +259,12 @@ pub fn rss2(title: &str, items: &[(&str, &str, &str)]) -> String {
         r#"<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>{title}</title><link>https://publisher.example/</link>{entries}</channel></rss>"#
     )
 }
+
+/// An RSS 2.0 document in UTF-16BE with a BOM and `encoding="utf-16"`:
+/// quick-xml panics on it inside feed-rs.
+pub fn utf16be_rss() -> Vec<u8> {
+    let text = r#"<?xml version="1.0" encoding="utf-16"?><rss version="2.0"><channel><title>Wide</title><link>https://publisher.example/</link><item><guid>w1</guid><title>Wide one</title><description>wide</description></item></channel></rss>"#;
+    let mut bytes = vec![0xFE, 0xFF];
+    bytes.extend(text.encode_utf16().flat_map(u16::to_be_bytes));
+    bytes
+}

@@ -31,6 +31,7 @@ on_both_backends!(
     owed_work_is_done_by_the_periodic_reconciliation,
     a_changed_node_configuration_reconciles_the_whole_tree,
     tree_fields_of_many_nodes_agree_with_the_tree,
+    a_panicking_engine_fails_its_task_once_and_records_it,
 );
 
 crate::on_every_runner!(killed_workers_leave_the_from_scratch_tree);
@@ -987,4 +988,148 @@ async fn tree_fields_of_many_nodes_agree_with_the_tree(backend: Backend) {
         .find(|node| node["parentId"].is_null())
         .unwrap();
     assert_eq!(region["everything"].as_array().unwrap().len(), 3);
+}
+
+/// An Engine with a bug: computing any class's properties panics.
+struct PanickingEngine;
+
+impl trellis::nodes::engine::Engine for PanickingEngine {
+    fn properties(
+        &self,
+        _class: &trellis::nodes::config::Class,
+        _context: &trellis::nodes::engine::ClassContext<'_>,
+    ) -> Vec<serde_json::Map<String, Value>> {
+        panic!("the engine has a bug");
+    }
+
+    fn patch_aggregated_status(
+        &self,
+        _class: &trellis::nodes::config::Class,
+        _node: &trellis::nodes::engine::PatchInput<'_>,
+    ) -> Option<i32> {
+        None
+    }
+}
+
+/// A stage whose handler panics (here, the Engine it calls) leaves nothing
+/// unrecorded: the task ends `FAILED` at its first attempt with the cause
+/// and its event, the lease is gone, and the stage's writes rolled back.
+/// The runner in-process, because only a test can plug in a broken Engine.
+async fn a_panicking_engine_fails_its_task_once_and_records_it(backend: Backend) {
+    use std::sync::Arc;
+
+    use migration::{Migrator, MigratorTrait};
+    use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+    use trellis::{
+        jobs::{self, handler::Registry, model::NewTask, runner::RunnerSettings},
+        nodes::{
+            config::{DEFAULT_CONFIG, NodeConfig},
+            ops,
+            pipeline::{self, Pipeline},
+        },
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let database = TestDatabase::create(backend, dir.path()).await;
+    let db = sea_orm::Database::connect(&database.url).await.unwrap();
+    Migrator::up(&db, None).await.unwrap();
+    let mut registry = Registry::default();
+    pipeline::register(
+        &mut registry,
+        Arc::new(Pipeline {
+            config: Arc::new(NodeConfig::parse(DEFAULT_CONFIG).unwrap()),
+            engine: Arc::new(PanickingEngine),
+        }),
+    );
+    let settings = RunnerSettings {
+        worker_id: "panicking-engine".into(),
+        concurrency_short: 1,
+        concurrency_medium: 1,
+        concurrency_long: 1,
+        lease: Duration::from_secs(30),
+        max_attempts: 5,
+        retry_base: Duration::from_millis(10),
+        retry_max: Duration::from_millis(50),
+        idempotency_ttl: Duration::from_secs(3600),
+        poll_interval: Duration::from_millis(50),
+    };
+    let jobs = jobs::Jobs::new(db.clone(), settings, registry, jobs::Backend::Embedded);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let workers = jobs.start(stopped);
+
+    // The periodic reconciliation fires as the runner starts; the request
+    // comes after it, so it is the scope's newest and is not superseded.
+    for _ in 0..600 {
+        let fired = entity::task::Entity::find()
+            .filter(entity::task::Column::Kind.eq(ops::RECONCILE_KIND))
+            .count(&db)
+            .await
+            .unwrap();
+        if fired > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut new = NewTask::new(
+        ops::CREATE_KIND,
+        jobs::model::Queue::Short,
+        json!({ "op": "create", "attributes": instance("cart", "cart-1", 1, 0.5) }),
+    );
+    new.scope = Some(ops::SCOPE.to_owned());
+    let id = jobs.enqueue(new).await.unwrap().task.id;
+
+    let mut task = None;
+    for _ in 0..600 {
+        let found = entity::task::Entity::find_by_id(id)
+            .one(&db)
+            .await
+            .unwrap()
+            .unwrap();
+        if !["QUEUED", "RUNNING"].contains(&found.status.as_str()) {
+            task = Some(found);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let task = task.expect("the task ends");
+    assert_eq!(task.status, "FAILED", "{task:?}");
+    assert_eq!(
+        task.error.as_deref(),
+        Some(jobs::runner::PANICKED),
+        "{task:?}"
+    );
+    assert_eq!(task.attempt_count, 1, "a panic is not retried: {task:?}");
+    assert!(task.finished_at.is_some(), "{task:?}");
+    assert_eq!(task.lease_owner, None, "{task:?}");
+    // The stages before the panicking one committed (the resource and its
+    // chain); the panicking stage's did not, so its work is still owed.
+    assert_eq!(
+        task.stages_done, 4,
+        "accept, mutation, mapping and topology sync committed: {task:?}"
+    );
+    let owed = db
+        .query_one_raw(sea_orm::Statement::from_string(
+            db.get_database_backend(),
+            "SELECT COUNT(*) AS n FROM node_dirty",
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get::<i64>("", "n")
+        .unwrap();
+    assert!(owed > 0, "the properties stage rolled back, its marks stay");
+    let event: Value = trellis::jobs::outbox::stored_events(&db, "task.updated")
+        .await
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|event| event.aggregate_id == id.to_string())
+        .and_then(|event| event.payload())
+        .expect("an event for the task");
+    assert_eq!(event["status"], "FAILED", "{event}");
+
+    let _ = stop.send(true);
+    for worker in workers {
+        let _ = worker.await;
+    }
 }
