@@ -57,6 +57,28 @@ def introspection():
     )
 
 
+FEEDS = 20
+
+
+def post(addr, document, variables=None, token=None):
+    headers = {"content-type": "application/json"}
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+    body = json.dumps({"query": document, "variables": variables or {}}).encode()
+    request = urllib.request.Request(f"http://{addr}/graphql", data=body, headers=headers)
+    return json.loads(urllib.request.urlopen(request).read())
+
+
+def sign_in_with_feeds(addr, count):
+    """The admin's token, with `count` feeds (never fetched: port 9 refuses)."""
+    login = post(addr, 'mutation { login(username: "bench", password: "bench-password-1") { accessToken } }')
+    token = login["data"]["login"]["accessToken"]
+    feeds = [{"link": f"http://127.0.0.1:9/feed-{i}.xml", "name": f"Feed {i}"} for i in range(count)]
+    created = post(addr, "mutation($i: [CreateFeedInput!]!) { createFeeds(input: $i) { id } }", {"i": feeds}, token)
+    assert len(created["data"]["createFeeds"]) == count, created
+    return token
+
+
 def main():
     binary = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 50
@@ -67,6 +89,9 @@ def main():
         "TRELLIS_LISTEN": "127.0.0.1:0",
         "TRELLIS_LOG_FORMAT": "json",
         "TRELLIS_LOG_LEVEL": "warn,trellis=info",
+        "TRELLIS_ADMIN_USER": "bench",
+        "TRELLIS_ADMIN_PASSWORD": "bench-password-1",
+        "TRELLIS_ALLOW_PRIVATE_FEEDS": "true",
     }
     server = subprocess.Popen([binary, "serve"], env=env, stderr=subprocess.PIPE, text=True)
     addr = None
@@ -78,7 +103,10 @@ def main():
         if event.get("message") == "listening":
             addr = event["addr"]
             break
+    token = sign_in_with_feeds(addr, FEEDS)
     limit = 1024 * 1024
+    chain = "{ groups { feeds { group { feeds { group { feeds { group { feeds { id } } } } } } } } }"
+    nested = "{ feeds { group { feeds { id name link } } } }"
     cases = [
         ("baseline `{ __typename }`", "{ __typename }"),
         ("doubling chain, 5 levels (62 spreads, allowed)", doubling(5)),
@@ -87,6 +115,8 @@ def main():
         ("a 100-field fragment spread 100 times (allowed)", wide(100, 100 * 11 + 600)),
         ("10,000 fields, no fragment (allowed)", "{ " + "__typename " * 10_000 + "}"),
         ("graphql-js standard introspection query", introspection()),
+        (f"issue's groups/feeds chain, depth 9, {FEEDS} feeds (refused)", chain),
+        (f"feeds {{ group {{ feeds {{ 3 fields }} }} }}, {FEEDS} feeds (allowed: 30,000)", nested),
     ]
     try:
         for name, document in cases:
@@ -95,7 +125,7 @@ def main():
                 urllib.request.Request(
                     f"http://{addr}/graphql",
                     data=body,
-                    headers={"content-type": "application/json"},
+                    headers={"content-type": "application/json", "authorization": f"Bearer {token}"},
                 )
             ).read()
             answer = json.loads(request())
