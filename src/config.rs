@@ -109,6 +109,16 @@ pub struct Config {
     )]
     pub login_max_attempts: u32,
 
+    /// Extra failed logins per window that a blocked username still allows,
+    /// all addresses with no recent failures together (0: none).
+    #[arg(
+        long,
+        env = "TRELLIS_LOGIN_FRESH_ADDRESS_ATTEMPTS",
+        default_value_t = 3,
+        global = true
+    )]
+    pub login_fresh_address_attempts: u32,
+
     /// Window over which failed logins are counted, in seconds.
     #[arg(
         long,
