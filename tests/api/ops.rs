@@ -16,6 +16,8 @@ on_both_backends!(
     metrics_can_require_a_token_and_an_address,
     every_error_answer_is_json_with_a_code,
     html_answers_carry_security_headers,
+    data_dir_and_database_files_are_private_to_the_server,
+    start_up_warns_when_the_data_is_readable_by_others,
 );
 
 async fn health_and_readiness_report_the_database(backend: Backend) {
