@@ -109,6 +109,16 @@ pub struct Config {
     )]
     pub login_max_attempts: u32,
 
+    /// Extra failed logins per window that a blocked username still allows,
+    /// all addresses with no recent failures together (0: none).
+    #[arg(
+        long,
+        env = "TRELLIS_LOGIN_FRESH_ADDRESS_ATTEMPTS",
+        default_value_t = 3,
+        global = true
+    )]
+    pub login_fresh_address_attempts: u32,
+
     /// Window over which failed logins are counted, in seconds.
     #[arg(
         long,
@@ -492,6 +502,16 @@ impl Config {
         }
     }
 
+    /// The SQLite database file, when the database is one (not in memory).
+    pub fn sqlite_path(&self) -> Option<PathBuf> {
+        let url = self.database_url();
+        let rest = url.expose_secret().strip_prefix("sqlite:")?;
+        let rest = rest.strip_prefix("//").unwrap_or(rest);
+        let path = rest.split('?').next().unwrap_or_default();
+        (!path.is_empty() && !path.starts_with(":memory:") && !path.starts_with("file:"))
+            .then(|| PathBuf::from(path))
+    }
+
     pub fn backend(&self) -> Result<Backend, ConfigError> {
         Backend::from_str(self.database_url().expose_secret())
     }
@@ -742,6 +762,14 @@ mod tests {
             config.database_url().expose_secret(),
             "sqlite:///srv/trellis/trellis.db?mode=rwc"
         );
+        assert_eq!(
+            config.sqlite_path(),
+            Some(PathBuf::from("/srv/trellis/trellis.db"))
+        );
+        let memory = parse(&["--database-url", "sqlite::memory:"]);
+        assert_eq!(memory.sqlite_path(), None);
+        let postgres = parse(&["--database-url", "postgres://db/trellis"]);
+        assert_eq!(postgres.sqlite_path(), None);
         assert_eq!(config.listen.to_string(), "127.0.0.1:8080");
     }
 

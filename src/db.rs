@@ -17,9 +17,12 @@ use crate::config::{Backend, Config};
 /// Opens the pool and applies pending migrations.
 pub async fn connect(config: &Config) -> anyhow::Result<DatabaseConnection> {
     let backend = config.backend()?;
-    if backend == Backend::Sqlite && config.database_url.is_none() {
-        std::fs::create_dir_all(&config.data_dir)
-            .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
+    crate::datadir::create_dir(&config.data_dir)?;
+    let sqlite_file = config.sqlite_path();
+    if let Some(path) = &sqlite_file {
+        // Created private before SQLite opens it: its WAL and shared-memory
+        // files take the database file's mode.
+        crate::datadir::create_private_file(path)?;
     }
     let url = config.database_url();
     let mut options = ConnectOptions::new(url.expose_secret().to_owned());
@@ -52,6 +55,16 @@ pub async fn connect(config: &Config) -> anyhow::Result<DatabaseConnection> {
     Migrator::up(&db, None)
         .await
         .context("applying database migrations")?;
+    let mut private = vec![config.data_dir.clone()];
+    if let Some(path) = sqlite_file {
+        for suffix in ["-wal", "-shm"] {
+            let mut side = path.clone().into_os_string();
+            side.push(suffix);
+            private.push(side.into());
+        }
+        private.push(path);
+    }
+    crate::datadir::warn_if_open(&private);
     Ok(db)
 }
 

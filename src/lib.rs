@@ -9,6 +9,7 @@ pub mod app;
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod datadir;
 pub mod db;
 pub mod digest;
 pub mod error;

@@ -15,7 +15,7 @@ use uuid::Uuid;
 use super::{
     Role, Viewer, normalize_username,
     password::{self, Hashing},
-    ratelimit::{LimitKey, LoginLimiter, LoginPolicy, Reservation},
+    ratelimit::{Attempt, LoginLimiter, LoginPolicy, Realm, Reservation},
     tokens::{AccessTokenError, AccessTokenKeys, random_token, token_hash},
 };
 use crate::{
@@ -59,6 +59,7 @@ impl AuthService {
             keys: AccessTokenKeys::new(&secret)?,
             limiter: LoginLimiter::new(LoginPolicy {
                 max_attempts: config.login_max_attempts,
+                fresh_address_attempts: config.login_fresh_address_attempts,
                 window: std::time::Duration::from_secs(config.login_window),
                 block: std::time::Duration::from_secs(config.login_block),
             }),
@@ -83,8 +84,11 @@ impl AuthService {
         meta: &RequestMeta,
     ) -> AppResult<IssuedTokens> {
         let key_name = username.trim().to_lowercase();
-        let keys = [LimitKey::Ip(meta.client_ip), LimitKey::Username(key_name)];
-        let reservation = self.reserve(&keys)?;
+        let reservation = self.reserve(&Attempt {
+            realm: Realm::Account,
+            ip: meta.client_ip,
+            username: Some(&key_name),
+        })?;
         let checked = async {
             let user = match normalize_username("username", username) {
                 Ok(name) => {
@@ -144,18 +148,22 @@ impl AuthService {
     }
 
     /// Runs another credential check (the reader APIs' logins) under the
-    /// same login throttle: the attempt is counted before `check` runs (a
-    /// blocked caller is refused first); `None` (wrong credentials) leaves
-    /// it counted as a failure.
+    /// login throttle, with the budget of its own `realm`: the attempt is
+    /// counted before `check` runs (a blocked caller is refused first);
+    /// `None` (wrong credentials) leaves it counted as a failure.
     pub async fn throttled<T>(
         &self,
+        realm: Realm,
         username: Option<&str>,
         meta: &RequestMeta,
         check: impl Future<Output = AppResult<Option<T>>>,
     ) -> AppResult<Option<T>> {
-        let mut keys = vec![LimitKey::Ip(meta.client_ip)];
-        keys.extend(username.map(|u| LimitKey::Username(u.trim().to_lowercase())));
-        let reservation = self.reserve(&keys)?;
+        let name = username.map(|u| u.trim().to_lowercase());
+        let reservation = self.reserve(&Attempt {
+            realm,
+            ip: meta.client_ip,
+            username: name.as_deref(),
+        })?;
         match check.await {
             Ok(Some(found)) => {
                 self.limiter.succeeded(reservation);
@@ -173,14 +181,16 @@ impl AuthService {
     }
 
     /// Counts an attempt before any password work, or refuses a blocked caller.
-    fn reserve(&self, keys: &[LimitKey]) -> AppResult<Reservation> {
-        self.limiter.reserve(keys, Instant::now()).map_err(|wait| {
-            metrics::counter!("trellis_login_attempts_total", "outcome" => "rate_limited")
-                .increment(1);
-            AppError::RateLimited {
-                retry_after: wait.as_secs_f64().ceil() as u64,
-            }
-        })
+    fn reserve(&self, attempt: &Attempt<'_>) -> AppResult<Reservation> {
+        self.limiter
+            .reserve(attempt, Instant::now())
+            .map_err(|wait| {
+                metrics::counter!("trellis_login_attempts_total", "outcome" => "rate_limited")
+                    .increment(1);
+                AppError::RateLimited {
+                    retry_after: wait.as_secs_f64().ceil() as u64,
+                }
+            })
     }
 
     /// Whether `candidate` matches `stored`, a decoy standing in for a
@@ -205,11 +215,11 @@ impl AuthService {
         candidate: &str,
         meta: &RequestMeta,
     ) -> AppResult<bool> {
-        let keys = [
-            LimitKey::Ip(meta.client_ip),
-            LimitKey::Username(viewer.username.clone()),
-        ];
-        let reservation = self.reserve(&keys)?;
+        let reservation = self.reserve(&Attempt {
+            realm: Realm::Account,
+            ip: meta.client_ip,
+            username: Some(&viewer.username),
+        })?;
         match self.is_account_password(viewer.user_id, candidate).await {
             Ok(true) => {
                 self.limiter.succeeded(reservation);

@@ -33,6 +33,7 @@ use super::{
 };
 use crate::{
     app::AppState,
+    auth::ratelimit::Realm,
     error::{AppError, AppResult},
     http::client::RequestMeta,
 };
@@ -43,13 +44,15 @@ pub const PAGE: u64 = 50;
 
 pub async fn fever(State(state): State<AppState>, meta: RequestMeta, params: Params) -> Response {
     let db = &state.services.db;
-    // Wrong keys are throttled per client address like failed logins.
+    // Wrong keys are throttled per client address like failed logins, on
+    // a budget of their own (a stale key in an app must not lock the
+    // web login).
     let user = match params.from_body("api_key") {
         Some(key) => {
             state
                 .services
                 .auth
-                .throttled(None, &meta, reader_auth::fever_user(db, key))
+                .throttled(Realm::Fever, None, &meta, reader_auth::fever_user(db, key))
                 .await
         }
         None => Ok(None),

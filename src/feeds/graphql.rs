@@ -898,8 +898,8 @@ impl FeedsMutation {
     async fn set_reader_password(
         &self,
         ctx: &Context<'_>,
-        current_password: String,
-        password: String,
+        #[graphql(secret)] current_password: String,
+        #[graphql(secret)] password: String,
     ) -> async_graphql::Result<bool> {
         let viewer = ctx.viewer()?;
         let services = ctx.services()?;

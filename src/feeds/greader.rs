@@ -41,6 +41,7 @@ use super::{
 };
 use crate::{
     app::AppState,
+    auth::ratelimit::Realm,
     error::{AppError, AppResult},
     http::client::RequestMeta,
 };
@@ -278,7 +279,7 @@ async fn client_login(
     match state
         .services
         .auth
-        .throttled(Some(username), &meta, check)
+        .throttled(Realm::GoogleReader, Some(username), &meta, check)
         .await
     {
         Ok(Some(token)) if params.one("output") == Some("json") => {

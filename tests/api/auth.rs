@@ -3,7 +3,8 @@ use serde_json::json;
 
 use crate::{
     helpers::{
-        ADMIN_PASSWORD, ADMIN_USER, AppOptions, Backend, JWT_SECRET, spawn_app, spawn_app_with,
+        ADMIN_PASSWORD, ADMIN_USER, AppOptions, Backend, JWT_SECRET, TestApp, spawn_app,
+        spawn_app_with,
     },
     on_both_backends,
 };
@@ -23,6 +24,8 @@ on_both_backends!(
     change_password_signs_out_other_sessions,
     parallel_wrong_logins_past_the_limit_are_refused_before_any_hashing,
     wrong_current_passwords_are_throttled_like_failed_logins,
+    a_stranger_cannot_lock_an_account_from_another_address,
+    a_stale_reader_password_does_not_lock_the_web_login,
 );
 
 async fn login_succeeds_and_bearer_authenticates(backend: Backend) {
@@ -558,4 +561,130 @@ async fn wrong_current_passwords_are_throttled_like_failed_logins(backend: Backe
         Some("RATE_LIMITED"),
         "one budget per username"
     );
+}
+
+/// `login` as the client at `address` (through the trusted loopback proxy).
+async fn login_from(app: &TestApp, address: &str, password: &str) -> Option<String> {
+    app.gql(
+        "mutation($p: String!) { login(username: \"admin\", password: $p) { accessToken } }",
+        json!({ "p": password }),
+    )
+    .header("x-forwarded-for", address)
+    .send()
+    .await
+    .error_code()
+    .map(str::to_owned)
+}
+
+async fn a_stranger_cannot_lock_an_account_from_another_address(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        AppOptions::default()
+            .env("TRELLIS_TRUSTED_PROXIES", "127.0.0.0/8")
+            .env("TRELLIS_LOGIN_MAX_ATTEMPTS", "3")
+            .env("TRELLIS_LOGIN_FRESH_ADDRESS_ATTEMPTS", "2")
+            .env("TRELLIS_LOGIN_WINDOW", "3600")
+            .env("TRELLIS_LOGIN_BLOCK", "300"),
+    )
+    .await;
+    let unauthenticated = Some("UNAUTHENTICATED".to_owned());
+    let rate_limited = Some("RATE_LIMITED".to_owned());
+    // Three strangers' wrong guesses block the username...
+    for address in ["198.51.100.1", "198.51.100.2", "198.51.100.3"] {
+        assert_eq!(
+            login_from(&app, address, "wrong-password").await,
+            unauthenticated
+        );
+    }
+    // ...for the addresses that guessed,
+    assert_eq!(
+        login_from(&app, "198.51.100.2", ADMIN_PASSWORD).await,
+        rate_limited
+    );
+    // but not for its owner at an address with no failures.
+    assert_eq!(login_from(&app, "203.0.113.7", ADMIN_PASSWORD).await, None);
+
+    // Fresh addresses together get only the small extra budget: a botnet
+    // cannot go on guessing, and then nobody gets in until the block ends.
+    for address in ["198.51.100.1", "198.51.100.2", "198.51.100.3"] {
+        assert_eq!(
+            login_from(&app, address, "wrong-password").await,
+            unauthenticated
+        );
+    }
+    for address in ["192.0.2.10", "192.0.2.11"] {
+        assert_eq!(
+            login_from(&app, address, "wrong-password").await,
+            unauthenticated
+        );
+    }
+    assert_eq!(
+        login_from(&app, "192.0.2.12", "wrong-password").await,
+        rate_limited
+    );
+    assert_eq!(
+        login_from(&app, "192.0.2.13", ADMIN_PASSWORD).await,
+        rate_limited
+    );
+}
+
+async fn a_stale_reader_password_does_not_lock_the_web_login(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        AppOptions::default()
+            .env("TRELLIS_LOGIN_MAX_ATTEMPTS", "3")
+            .env("TRELLIS_LOGIN_WINDOW", "3600")
+            .env("TRELLIS_LOGIN_BLOCK", "300"),
+    )
+    .await;
+    let ada = app.member("ada").await;
+    app.gql(
+        "mutation { setReaderPassword(currentPassword: \"ada-password\", password: \"reader-pass-2\") }",
+        json!({}),
+    )
+    .bearer(&ada.access)
+    .send()
+    .await
+    .data();
+    let client_login = |password: &'static str| {
+        let app = &app;
+        async move {
+            app.client
+                .post(app.url("/accounts/ClientLogin"))
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(format!("Email=ada&Passwd={password}"))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    let fever = |key: &'static str| {
+        let app = &app;
+        async move {
+            app.client
+                .post(app.url("/fever/?api"))
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(format!("api_key={key}"))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    // The phone keeps sending an old reader password, on both protocols.
+    for _ in 0..3 {
+        assert_eq!(client_login("reader-pass-1").await, 401);
+        assert_eq!(fever("00000000000000000000000000000000").await, 200);
+    }
+    assert_eq!(
+        client_login("reader-pass-2").await,
+        429,
+        "its own protocol's budget is spent"
+    );
+    assert_eq!(fever("00000000000000000000000000000000").await, 429);
+    // The web login, from the same address, is untouched.
+    assert!(app.login_response("ada", "ada-password").await.data()["login"].is_object());
 }

@@ -1,5 +1,9 @@
+use std::{os::unix::fs::PermissionsExt, path::Path, process::Stdio};
+
 use crate::{
-    helpers::{AppOptions, Backend, redis_url, spawn_app, spawn_app_with},
+    helpers::{
+        AppOptions, Backend, TestDatabase, redis_url, spawn_app, spawn_app_with, trellis_command,
+    },
     on_both_backends,
 };
 
@@ -12,6 +16,8 @@ on_both_backends!(
     metrics_can_require_a_token_and_an_address,
     every_error_answer_is_json_with_a_code,
     html_answers_carry_security_headers,
+    data_dir_and_database_files_are_private_to_the_server,
+    start_up_warns_when_the_data_is_readable_by_others,
 );
 
 async fn health_and_readiness_report_the_database(backend: Backend) {
@@ -255,4 +261,84 @@ async fn html_answers_carry_security_headers(backend: Backend) {
     // JSON answers say nosniff too.
     let health = app.client.get(app.url("/healthz")).send().await.unwrap();
     assert_eq!(health.headers()["x-content-type-options"], "nosniff");
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+async fn data_dir_and_database_files_are_private_to_the_server(backend: Backend) {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("nested/data");
+    let mut options = AppOptions::default().env("TRELLIS_DATA_DIR", data.to_str().unwrap());
+    if backend == Backend::Sqlite {
+        options = options.env(
+            "DATABASE_URL",
+            &format!("sqlite://{}?mode=rwc", data.join("trellis.db").display()),
+        );
+    }
+    let app = spawn_app_with(backend, options).await;
+    app.admin().await;
+    assert_eq!(mode(&data), 0o700, "the data directory");
+    if backend == Backend::Sqlite {
+        for file in ["trellis.db", "trellis.db-wal", "trellis.db-shm"] {
+            assert_eq!(mode(&data.join(file)), 0o600, "{file}");
+        }
+    }
+}
+
+/// The paths `trellis migrate` warns about, from its JSON log.
+async fn warned_paths(dir: &Path, database_url: &str) -> Vec<String> {
+    let output = trellis_command(dir, database_url)
+        .arg("migrate")
+        .stderr(Stdio::piped())
+        .output()
+        .await
+        .unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{log}");
+    log.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|event| event["level"] == "WARN")
+        .filter_map(|event| event["path"].as_str().map(str::to_owned))
+        .collect()
+}
+
+async fn start_up_warns_when_the_data_is_readable_by_others(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = TestDatabase::create(backend, dir.path()).await;
+    let database = dir.path().join("trellis.db");
+    let open = std::fs::Permissions::from_mode;
+    std::fs::set_permissions(dir.path(), open(0o755)).unwrap();
+    if backend == Backend::Sqlite {
+        // As an older version left it: world-readable.
+        std::fs::write(&database, b"").unwrap();
+        std::fs::set_permissions(&database, open(0o644)).unwrap();
+    }
+    let warned = warned_paths(dir.path(), &db.url).await;
+    assert!(
+        warned.contains(&dir.path().display().to_string()),
+        "{warned:?}"
+    );
+    if backend == Backend::Sqlite {
+        assert!(
+            warned.contains(&database.display().to_string()),
+            "{warned:?}"
+        );
+    }
+
+    // Modes an operator chose are not changed, only reported; once private, silence.
+    assert_eq!(mode(dir.path()), 0o755);
+    std::fs::set_permissions(dir.path(), open(0o700)).unwrap();
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        std::fs::set_permissions(entry.unwrap().path(), open(0o600)).unwrap();
+    }
+    assert_eq!(
+        warned_paths(dir.path(), &db.url).await,
+        Vec::<String>::new()
+    );
 }
