@@ -220,6 +220,12 @@ pub struct Config {
     )]
     pub ws_max_subscriptions: usize,
 
+    /// Seconds between a signed-in WebSocket connection's checks that its
+    /// session is still live (a logout in this process closes it at once).
+    #[arg(long, env = "TRELLIS_WS_SESSION_RECHECK", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..), global = true)]
+    pub ws_session_recheck: u64,
+
     /// Deepest allowed GraphQL selection (introspection is bounded apart).
     #[arg(
         long,
@@ -537,6 +543,7 @@ impl Config {
         crate::graphql::ws::WsLimits {
             init_timeout: Duration::from_secs(self.ws_init_timeout),
             max_subscriptions: self.ws_max_subscriptions,
+            session_recheck: Duration::from_secs(self.ws_session_recheck),
         }
     }
 

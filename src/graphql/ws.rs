@@ -13,6 +13,11 @@
 //! The message size limit (`TRELLIS_MAX_BODY_BYTES`, 1009 past it) is set
 //! on the upgrade (`http::graphql_ws`).
 //!
+//! A signed-in connection lives only as long as its session: it closes with
+//! 4403 when the session ends in this process (logout, password change,
+//! refresh-token reuse: `auth::revocation`) and re-checks the session every
+//! `TRELLIS_WS_SESSION_RECHECK` seconds, for ends announced elsewhere.
+//!
 //! [`Protocol`] holds the decisions (pure, tested below); [`serve`] does the
 //! I/O and runs each operation through the schema, with the connection's
 //! viewer and request facts as session data and fresh loaders per operation.
@@ -27,6 +32,7 @@ use futures_util::{
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
 
 use super::{TrellisSchema, loaders::Loaders};
 use crate::{app::Services, auth::Viewer, error::AppError, http::client::RequestMeta};
@@ -36,6 +42,9 @@ use crate::{app::Services, auth::Viewer, error::AppError, http::client::RequestM
 pub struct WsLimits {
     pub init_timeout: Duration,
     pub max_subscriptions: usize,
+    /// How often a signed-in connection re-checks its session
+    /// (`TRELLIS_WS_SESSION_RECHECK`).
+    pub session_recheck: Duration,
 }
 
 /// What a client may send.
@@ -84,6 +93,10 @@ impl Close {
 
     pub fn forbidden() -> Self {
         Close::new(4403, "Forbidden")
+    }
+
+    pub fn session_ended() -> Self {
+        Close::new(4403, "Forbidden: the session has ended")
     }
 
     pub fn init_timeout() -> Self {
@@ -261,6 +274,14 @@ pub async fn serve(socket: WebSocket, upgrade: Upgrade) {
     let mut session: Option<Arc<Data>> = None;
     let init_deadline = tokio::time::sleep(limits.init_timeout);
     tokio::pin!(init_deadline);
+    // Subscribed before authenticating, so no end between the two is missed.
+    let mut revoked = services.auth.revocations().subscribe();
+    let mut signed_in: Option<Viewer> = None;
+    let mut recheck = tokio::time::interval_at(
+        tokio::time::Instant::now() + limits.session_recheck,
+        limits.session_recheck,
+    );
+    recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
     let close = loop {
         let step = tokio::select! {
@@ -293,6 +314,19 @@ pub async fn serve(socket: WebSocket, upgrade: Upgrade) {
                 continue;
             }
             () = &mut init_deadline, if protocol.awaiting_init() => Step::Close(Close::init_timeout()),
+            ended = revoked.recv(), if signed_in.is_some() => {
+                let Some(viewer) = &signed_in else { continue };
+                match ended {
+                    Ok(ended) if ended.ends(viewer) => Step::Close(Close::session_ended()),
+                    Ok(_) | Err(RecvError::Closed) => continue,
+                    // Missed announcements: ask the database.
+                    Err(RecvError::Lagged(_)) => session_step(&services, viewer).await,
+                }
+            }
+            _ = recheck.tick(), if signed_in.is_some() => {
+                let Some(viewer) = &signed_in else { continue };
+                session_step(&services, viewer).await
+            }
         };
         let reply = match step {
             Step::Authenticate(payload) => {
@@ -301,7 +335,8 @@ pub async fn serve(socket: WebSocket, upgrade: Upgrade) {
                         let mut data = Data::default();
                         data.insert(meta.clone());
                         if let Some(viewer) = viewer {
-                            data.insert::<Viewer>(viewer);
+                            data.insert::<Viewer>(viewer.clone());
+                            signed_in = Some(viewer);
                         }
                         session = Some(Arc::new(data));
                         protocol.acknowledged();
@@ -375,6 +410,19 @@ pub async fn serve(socket: WebSocket, upgrade: Upgrade) {
             reason: reason.into(),
         };
         let _ = sink.send(Message::Close(Some(frame))).await;
+    }
+}
+
+/// Closes the connection when the viewer's session is no longer live.
+async fn session_step(services: &Services, viewer: &Viewer) -> Step {
+    match services.auth.session_is_live(viewer).await {
+        Ok(true) => Step::Nothing,
+        Ok(false) => Step::Close(Close::session_ended()),
+        Err(error) => {
+            // Keep the connection; the next re-check asks again.
+            tracing::warn!(error = ?error, "re-checking a WebSocket connection's session");
+            Step::Nothing
+        }
     }
 }
 

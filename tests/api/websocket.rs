@@ -21,6 +21,10 @@ on_both_backends!(
     subscribe_before_the_ack_is_closed_with_4401,
     reused_subscription_id_is_closed_with_4409,
     operations_past_the_cap_are_refused_one_by_one,
+    logout_closes_the_sessions_sockets_with_4403,
+    password_change_closes_the_other_sessions_sockets,
+    refresh_token_reuse_closes_the_sessions_sockets,
+    a_session_ended_by_another_process_is_noticed_at_the_recheck,
 );
 
 pub type Socket =
@@ -289,4 +293,104 @@ async fn cookie_authenticates_only_from_an_allowed_origin(backend: Backend) {
         me_over(&mut socket).await.is_null(),
         "a foreign page must not ride the cookie"
     );
+}
+
+const LOGOUT: &str = "mutation { logout }";
+
+async fn logout_closes_the_sessions_sockets_with_4403(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let tokens = app.admin().await;
+    let other = app.admin().await;
+    let mut socket = acknowledged(&app, &tokens.access).await;
+    assert_eq!(me_over(&mut socket).await["username"], ADMIN_USER);
+    assert_eq!(next(&mut socket).await.unwrap()["type"], "complete");
+    // The cookie of the same session opened this one.
+    let host = app.addr.to_string();
+    let origin = format!("http://{host}");
+    let mut by_cookie = open(&app, &[("cookie", &tokens.cookie), ("origin", &origin)]).await;
+    send(&mut by_cookie, json!({ "type": "connection_init" })).await;
+    assert_eq!(
+        next(&mut by_cookie).await.unwrap()["type"],
+        "connection_ack"
+    );
+    let mut other_session = acknowledged(&app, &other.access).await;
+
+    let answer = app
+        .gql(LOGOUT, json!({}))
+        .bearer(&tokens.access)
+        .send()
+        .await;
+    assert_eq!(answer.data()["logout"], true);
+    assert_eq!(close_code(&mut socket).await, 4403);
+    assert_eq!(close_code(&mut by_cookie).await, 4403);
+    // Another session of the same user is not touched.
+    assert_eq!(me_over(&mut other_session).await["username"], ADMIN_USER);
+}
+
+async fn password_change_closes_the_other_sessions_sockets(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let kept = app.member("walt").await;
+    let stolen = app.login("walt", "walt-password").await;
+    let mut thief = acknowledged(&app, &stolen.access).await;
+    let mut owner = acknowledged(&app, &kept.access).await;
+
+    let answer = app
+        .gql(
+            "mutation($c: String!, $n: String!) { changePassword(currentPassword: $c, newPassword: $n) }",
+            json!({ "c": "walt-password", "n": "walt-new-password-1" }),
+        )
+        .bearer(&kept.access)
+        .send()
+        .await;
+    assert_eq!(answer.data()["changePassword"], true);
+    assert_eq!(close_code(&mut thief).await, 4403);
+    assert_eq!(me_over(&mut owner).await["username"], "walt");
+}
+
+async fn refresh_token_reuse_closes_the_sessions_sockets(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let tokens = app.admin().await;
+    let mut socket = acknowledged(&app, &tokens.access).await;
+    let refresh = "mutation($t: String!) { refreshToken(token: $t) { accessToken } }";
+    let rotated = app
+        .gql(refresh, json!({ "t": tokens.refresh }))
+        .send()
+        .await;
+    rotated.data();
+    // The socket survives a normal rotation...
+    assert_eq!(me_over(&mut socket).await["username"], ADMIN_USER);
+    assert_eq!(next(&mut socket).await.unwrap()["type"], "complete");
+    // ...but not a reuse of the spent token, which revokes the session.
+    let reused = app
+        .gql(refresh, json!({ "t": tokens.refresh }))
+        .send()
+        .await;
+    assert_eq!(reused.error_code(), Some("UNAUTHENTICATED"));
+    assert_eq!(close_code(&mut socket).await, 4403);
+}
+
+async fn a_session_ended_by_another_process_is_noticed_at_the_recheck(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        AppOptions::default().env("TRELLIS_WS_SESSION_RECHECK", "1"),
+    )
+    .await;
+    let tokens = app.admin().await;
+    let mut socket = acknowledged(&app, &tokens.access).await;
+    // The logout happens in another process: no announcement reaches this one.
+    let (_sibling, sibling_addr) = app.sibling(&[("TRELLIS_ROLE", "api")]).await;
+    let answer: Value = app
+        .client
+        .post(format!("http://{sibling_addr}/graphql"))
+        .header("content-type", "application/json")
+        .bearer_auth(&tokens.access)
+        .body(json!({ "query": LOGOUT }).to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["data"]["logout"], true, "{answer}");
+    assert_eq!(close_code(&mut socket).await, 4403);
 }
