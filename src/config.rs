@@ -216,6 +216,26 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(1..), global = true)]
     pub max_connections: u64,
 
+    /// Seconds a WebSocket client has to send `connection_init` (then 4408).
+    #[arg(long, env = "TRELLIS_WS_INIT_TIMEOUT", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..), global = true)]
+    pub ws_init_timeout: u64,
+
+    /// Operations one WebSocket connection may run at once.
+    #[arg(
+        long,
+        env = "TRELLIS_WS_MAX_SUBSCRIPTIONS",
+        default_value_t = 100,
+        global = true
+    )]
+    pub ws_max_subscriptions: usize,
+
+    /// Seconds between a signed-in WebSocket connection's checks that its
+    /// session is still live (a logout in this process closes it at once).
+    #[arg(long, env = "TRELLIS_WS_SESSION_RECHECK", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..), global = true)]
+    pub ws_session_recheck: u64,
+
     /// Deepest allowed GraphQL selection (introspection is bounded apart).
     #[arg(
         long,
@@ -557,6 +577,15 @@ impl Config {
         crate::http::serve::ListenerLimits {
             header_read_timeout: Duration::from_secs(self.header_read_timeout),
             max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
+        }
+    }
+
+    /// The GraphQL WebSocket's limits.
+    pub fn ws_limits(&self) -> crate::graphql::ws::WsLimits {
+        crate::graphql::ws::WsLimits {
+            init_timeout: Duration::from_secs(self.ws_init_timeout),
+            max_subscriptions: self.ws_max_subscriptions,
+            session_recheck: Duration::from_secs(self.ws_session_recheck),
         }
     }
 

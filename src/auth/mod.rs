@@ -10,6 +10,7 @@ pub mod cookie;
 pub mod graphql;
 pub mod password;
 pub mod ratelimit;
+pub mod revocation;
 pub mod service;
 pub mod tokens;
 

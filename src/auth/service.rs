@@ -16,6 +16,7 @@ use super::{
     Role, Viewer, normalize_username,
     password::{self, Hashing},
     ratelimit::{Attempt, LoginLimiter, LoginPolicy, Realm, Reservation},
+    revocation::{Ended, Revocations},
     tokens::{AccessTokenError, AccessTokenKeys, random_token, token_hash},
 };
 use crate::{
@@ -45,6 +46,7 @@ pub struct AuthService {
     hashing: Hashing,
     access_ttl: chrono::Duration,
     session_ttl: chrono::Duration,
+    revocations: Revocations,
 }
 
 impl AuthService {
@@ -66,6 +68,7 @@ impl AuthService {
             hashing: Hashing::new(config.hashing_settings()).await?,
             access_ttl: chrono::Duration::from_std(config.access_token_ttl())?,
             session_ttl: chrono::Duration::from_std(config.session_ttl())?,
+            revocations: Revocations::default(),
         })
     }
 
@@ -443,6 +446,10 @@ impl AuthService {
             .exec(&txn)
             .await?;
         txn.commit().await?;
+        self.revocations.announce(Ended::UserExcept {
+            user_id,
+            kept: viewer.session_id,
+        });
         tracing::info!(user_id = %user_id, "password changed; other sessions revoked");
         Ok(())
     }
@@ -481,7 +488,23 @@ impl AuthService {
             .filter(session::Column::RevokedAt.is_null())
             .exec(&self.db)
             .await?;
+        self.revocations.announce(Ended::Session(session_id));
         Ok(())
+    }
+
+    /// Announces ended sessions to open connections.
+    pub fn revocations(&self) -> &Revocations {
+        &self.revocations
+    }
+
+    /// Whether the viewer's session is still live (a connection's re-check).
+    pub async fn session_is_live(&self, viewer: &Viewer) -> AppResult<bool> {
+        let found = session::Entity::find_by_id(viewer.session_id)
+            .one(&self.db)
+            .await?;
+        Ok(found.is_some_and(|session| {
+            session.user_id == viewer.user_id && is_live(&session, Utc::now())
+        }))
     }
 
     fn issue(

@@ -8,11 +8,7 @@
 //! (400: malformed JSON, oversized batch) and `UNAUTHENTICATED` (401: a bad
 //! bearer token).
 
-use async_graphql::{
-    BatchRequest, Data,
-    http::{ALL_WEBSOCKET_PROTOCOLS, GraphiQLSource},
-};
-use async_graphql_axum::{GraphQLProtocol, GraphQLWebSocket};
+use async_graphql::{BatchRequest, http::GraphiQLSource};
 use axum::{
     Json,
     body::Bytes,
@@ -22,10 +18,9 @@ use axum::{
 };
 use serde_json::json;
 
-use super::loaders::Loaders;
+use super::{loaders::Loaders, ws};
 use crate::{
     app::AppState,
-    auth::Viewer,
     error::AppError,
     http::{client::RequestMeta, identify},
 };
@@ -154,8 +149,8 @@ pub async fn graphiql() -> impl IntoResponse {
     )
 }
 
-/// `GET /graphql/ws`: GraphQL over WebSocket (`graphql-transport-ws`, and
-/// the legacy `graphql-ws` for older clients).
+/// `GET /graphql/ws`: GraphQL over WebSocket (`graphql-transport-ws`; the
+/// connection itself is `ws::serve`).
 ///
 /// Authentication: a token in the `connection_init` payload
 /// (`{"authorization": "Bearer …"}` or `{"token": "…"}`), else the session
@@ -164,10 +159,22 @@ pub async fn graphiql() -> impl IntoResponse {
 pub async fn graphql_ws(
     State(state): State<AppState>,
     meta: RequestMeta,
-    protocol: GraphQLProtocol,
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
+    let offers_protocol = headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|protocol| protocol.trim() == PROTOCOL);
+    if !offers_protocol {
+        return http_error(
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+            format!("a GraphQL WebSocket must offer the `{PROTOCOL}` subprotocol"),
+        );
+    }
     let cookie_viewer = if state.origin_allowed(&meta) {
         let secret = crate::auth::cookie::session_secret(&headers);
         match secret {
@@ -183,64 +190,22 @@ pub async fn graphql_ws(
     } else {
         None
     };
-    let services = state.services.clone();
-    let schema = state.schema.clone();
+    let config = &state.services.config;
+    let max_message = config.max_body_bytes;
+    let connection = ws::Upgrade {
+        limits: config.ws_limits(),
+        schema: state.schema.clone(),
+        services: state.services.clone(),
+        meta,
+        cookie_viewer,
+    };
     upgrade
-        .protocols(ALL_WEBSOCKET_PROTOCOLS)
-        .on_upgrade(move |socket| async move {
-            let mut data = Data::default();
-            data.insert(meta);
-            data.insert(Loaders::new(&services.db));
-            GraphQLWebSocket::new(socket, schema, protocol)
-                .with_data(data)
-                .on_connection_init(move |payload| async move {
-                    let viewer = match connection_token(&payload) {
-                        Some(token) => Some(services.auth.authenticate_bearer(&token).await?),
-                        None => cookie_viewer,
-                    };
-                    let mut data = Data::default();
-                    if let Some(viewer) = viewer {
-                        data.insert::<Viewer>(viewer);
-                    }
-                    Ok(data)
-                })
-                .serve()
-                .await
-        })
+        .protocols([PROTOCOL])
+        // A document over the WebSocket gets the same size limit as over HTTP.
+        .max_message_size(max_message)
+        .max_frame_size(max_message)
+        .on_upgrade(move |socket| ws::serve(socket, connection))
 }
 
-/// The access token from a `connection_init` payload, in the shapes
-/// clients commonly send.
-fn connection_token(payload: &serde_json::Value) -> Option<String> {
-    ["authorization", "Authorization", "authToken", "token"]
-        .iter()
-        .find_map(|key| payload.get(key)?.as_str())
-        .map(|value| {
-            value
-                .strip_prefix("Bearer ")
-                .or_else(|| value.strip_prefix("bearer "))
-                .unwrap_or(value)
-                .trim()
-                .to_owned()
-        })
-        .filter(|token| !token.is_empty())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn connection_init_token_shapes() {
-        assert_eq!(
-            connection_token(&json!({"authorization": "Bearer abc"})).as_deref(),
-            Some("abc")
-        );
-        assert_eq!(
-            connection_token(&json!({"token": "abc"})).as_deref(),
-            Some("abc")
-        );
-        assert_eq!(connection_token(&json!({})), None);
-        assert_eq!(connection_token(&serde_json::Value::Null), None);
-    }
-}
+/// The WebSocket subprotocol we speak (graphql-ws's `graphql-transport-ws`).
+const PROTOCOL: &str = "graphql-transport-ws";
