@@ -78,7 +78,7 @@ pub struct Config {
     )]
     pub admin_password: Option<SecretString>,
 
-    /// HMAC key for access tokens. Default: generated once and stored in the database.
+    /// The server secret: access tokens' HMAC key, and the key of reader-API tokens and stored Fever keys. Default: generated once into `<data dir>/instance.key`.
     #[arg(
         long,
         env = "TRELLIS_JWT_SECRET",

@@ -8,6 +8,7 @@
 
 pub mod cookie;
 pub mod graphql;
+pub mod keys;
 pub mod password;
 pub mod ratelimit;
 pub mod revocation;

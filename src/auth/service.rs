@@ -6,14 +6,15 @@ use chrono::{DateTime, Utc};
 use entity::{refresh_token, session, user};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
-    Set, SqlErr, TransactionTrait,
-    sea_query::{Expr, OnConflict},
+    Set, SqlErr, TransactionTrait, sea_query::Expr,
 };
 use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
 
 use super::{
-    Role, Viewer, normalize_username,
+    Role, Viewer,
+    keys::ServerSecret,
+    normalize_username,
     password::{self, Hashing},
     ratelimit::{Attempt, LoginLimiter, LoginPolicy, Realm, Reservation},
     revocation::{Ended, Revocations},
@@ -24,8 +25,6 @@ use crate::{
     error::{AppError, AppResult},
     http::client::RequestMeta,
 };
-
-const JWT_SECRET_NAME: &str = "jwt_signing_key";
 
 /// What a successful login or refresh hands back.
 #[derive(Debug)]
@@ -42,6 +41,7 @@ pub struct IssuedTokens {
 pub struct AuthService {
     db: DatabaseConnection,
     keys: AccessTokenKeys,
+    secret: ServerSecret,
     limiter: LoginLimiter,
     hashing: Hashing,
     access_ttl: chrono::Duration,
@@ -50,15 +50,13 @@ pub struct AuthService {
 }
 
 impl AuthService {
-    /// Builds the service, loading (or creating once) the signing key.
+    /// Builds the service, loading (or creating once) the server secret.
     pub async fn new(db: DatabaseConnection, config: &Config) -> anyhow::Result<Self> {
-        let secret = match &config.jwt_secret {
-            Some(secret) => secret.expose_secret().as_bytes().to_vec(),
-            None => instance_secret(&db, JWT_SECRET_NAME).await?.into_bytes(),
-        };
+        let secret = ServerSecret::load(config)?;
         Ok(AuthService {
             db,
-            keys: AccessTokenKeys::new(&secret)?,
+            keys: AccessTokenKeys::new(secret.bytes())?,
+            secret,
             limiter: LoginLimiter::new(LoginPolicy {
                 max_attempts: config.login_max_attempts,
                 fresh_address_attempts: config.login_fresh_address_attempts,
@@ -194,6 +192,12 @@ impl AuthService {
                     retry_after: wait.as_secs_f64().ceil() as u64,
                 }
             })
+    }
+
+    /// A MAC of `parts` under the server-held secret, for `label`'s use
+    /// only (reader-API tokens and keys): what a database dump cannot forge.
+    pub fn mac(&self, label: &str, parts: &[&[u8]]) -> String {
+        self.secret.mac_hex(label, parts)
     }
 
     /// Whether `candidate` matches `stored`, a decoy standing in for a
@@ -541,27 +545,4 @@ fn viewer(user: user::Model, session_id: Uuid) -> Viewer {
         role: user.role,
         session_id,
     }
-}
-
-/// Reads a named instance secret, creating it on first use. Concurrent
-/// first starts agree: the insert is conflict-free and the read-back wins.
-async fn instance_secret(db: &DatabaseConnection, name: &str) -> anyhow::Result<String> {
-    use entity::instance_secret;
-    instance_secret::Entity::insert(instance_secret::ActiveModel {
-        name: Set(name.to_owned()),
-        value: Set(random_token("key")),
-        created_at: Set(Utc::now()),
-    })
-    .on_conflict(
-        OnConflict::column(instance_secret::Column::Name)
-            .do_nothing()
-            .to_owned(),
-    )
-    .exec_without_returning(db)
-    .await?;
-    instance_secret::Entity::find_by_id(name.to_owned())
-        .one(db)
-        .await?
-        .map(|row| row.value)
-        .ok_or_else(|| anyhow::anyhow!("instance secret {name} vanished after insert"))
 }

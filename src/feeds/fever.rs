@@ -52,7 +52,12 @@ pub async fn fever(State(state): State<AppState>, meta: RequestMeta, params: Par
             state
                 .services
                 .auth
-                .throttled(Realm::Fever, None, &meta, reader_auth::fever_user(db, key))
+                .throttled(
+                    Realm::Fever,
+                    None,
+                    &meta,
+                    reader_auth::fever_user(db, &state.services.auth, key),
+                )
                 .await
         }
         None => Ok(None),

@@ -4,9 +4,10 @@
 //! - `POST /accounts/ClientLogin` (`Email`, `Passwd`: the username and the
 //!   reader password) → `Auth=<token>`; later requests send
 //!   `Authorization: GoogleLogin auth=<token>`. The token is an HMAC of the
-//!   user id keyed by the stored password hash: stateless, and changing or
-//!   clearing the reader password (or the account password, which clears
-//!   it) revokes it. Logins are throttled like the account login.
+//!   user id and the stored password hash under the server-held secret
+//!   (`auth::keys`): stateless, and changing or clearing the reader password
+//!   (or the account password, which clears it) revokes it. `Passwd` is
+//!   read from the body only. Logins are throttled like the account login.
 //! - `GET /reader/api/0/{token,user-info,subscription/list,tag/list,unread-count}`
 //! - `GET /reader/api/0/stream/items/ids`, `GET /reader/api/0/stream/contents/<stream>`,
 //!   `POST /reader/api/0/stream/items/contents`
@@ -29,10 +30,8 @@ use axum::{
 };
 use chrono::Utc;
 use entity::{feed, item, reader_credential};
-use hmac::{Hmac, Mac};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select};
 use serde_json::{Value, json};
-use sha2::Sha256;
 use uuid::Uuid;
 
 use super::{
@@ -41,7 +40,7 @@ use super::{
 };
 use crate::{
     app::AppState,
-    auth::ratelimit::Realm,
+    auth::{ratelimit::Realm, service::AuthService},
     error::{AppError, AppResult},
     http::client::RequestMeta,
 };
@@ -141,19 +140,12 @@ fn item_ids_of(params: &Params, max: usize) -> Vec<i64> {
         .collect()
 }
 
-type HmacSha256 = Hmac<Sha256>;
-
-fn sign(user: Uuid, password_hash: &str) -> String {
-    let mut mac = HmacSha256::new_from_slice(password_hash.as_bytes())
-        .expect("HMAC takes keys of any length");
-    mac.update(b"trellis-greader:");
-    mac.update(user.as_bytes());
-    let tag: String = mac
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+/// A token: the user id and a MAC under the server-held secret of the id
+/// and the credential's stored hash (its argon2 salt makes it per
+/// credential), so setting or clearing the password revokes it and a
+/// database dump alone cannot forge it.
+fn sign(auth: &AuthService, user: Uuid, password_hash: &str) -> String {
+    let tag = auth.mac("greader", &[user.as_bytes(), password_hash.as_bytes()]);
     format!("{}/{tag}", user.simple())
 }
 
@@ -172,7 +164,7 @@ async fn authenticate(state: &AppState, headers: &HeaderMap) -> AppResult<Uuid> 
         .one(&state.services.db)
         .await?
         .ok_or(AppError::Unauthenticated("invalid token"))?;
-    let expected = sign(user, &credential.password_hash);
+    let expected = sign(&state.services.auth, user, &credential.password_hash);
     let presented = format!("{}/{tag}", user.simple());
     // Compare in constant time: the tag is a secret.
     let mac_ok = expected.len() == presented.len()
@@ -247,7 +239,9 @@ async fn client_login(
     meta: RequestMeta,
     params: Params,
 ) -> Response {
-    let (Some(username), Some(candidate)) = (params.one("Email"), params.one("Passwd")) else {
+    // The password only from the body: a URL ends up in access logs.
+    let (Some(username), Some(candidate)) = (params.one("Email"), params.from_body("Passwd"))
+    else {
         return (StatusCode::UNAUTHORIZED, "Error=BadAuthentication\n").into_response();
     };
     let check = async {
@@ -272,7 +266,11 @@ async fn client_login(
             .check_password(candidate, stored)
             .await?;
         Ok(match (user, credential, verified) {
-            (Some(user), Some(credential), true) => Some(sign(user.id, &credential.password_hash)),
+            (Some(user), Some(credential), true) => Some(sign(
+                &state.services.auth,
+                user.id,
+                &credential.password_hash,
+            )),
             _ => None,
         })
     };

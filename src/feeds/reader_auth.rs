@@ -1,7 +1,8 @@
 //! The password mobile reader apps use (Fever, Google Reader API): set by
 //! the user, separate from the account password. Fever clients send
 //! `md5(username:password)` as their API key on every request, so it is
-//! looked up by its SHA-256 and never stored; the password itself is kept
+//! looked up by its HMAC under the server-held secret (`auth::keys`) and
+//! never stored; the password itself is kept
 //! as an argon2id hash for the Google Reader API's login.
 
 use chrono::Utc;
@@ -57,7 +58,7 @@ pub async fn set_password(
             "use a password other than your account password: reader apps send it as an MD5 hash",
         ));
     }
-    let key_hash = sha256_hex(&[&fever_key(&viewer.username, new.expose_secret())]);
+    let key_hash = stored_fever_key(auth, &fever_key(&viewer.username, new.expose_secret()));
     let password_hash = auth.hash_password(new).await?;
     let now = Utc::now();
     reader_credential::Entity::insert(reader_credential::ActiveModel {
@@ -97,17 +98,44 @@ pub async fn enabled(db: &DatabaseConnection, user: Uuid) -> AppResult<bool> {
         .is_some())
 }
 
-/// The user a Fever API key belongs to.
-pub async fn fever_user(db: &DatabaseConnection, api_key: &str) -> AppResult<Option<Uuid>> {
+/// What is stored of a Fever key: an HMAC under the server-held secret,
+/// so a database dump alone allows no offline guessing of the password.
+fn stored_fever_key(auth: &AuthService, key: &str) -> String {
+    auth.mac("fever", &[key.as_bytes()])
+}
+
+/// The user a Fever API key belongs to. A key stored by an older version
+/// (an unkeyed SHA-256) is found too, and rewritten as the HMAC.
+pub async fn fever_user(
+    db: &DatabaseConnection,
+    auth: &AuthService,
+    api_key: &str,
+) -> AppResult<Option<Uuid>> {
     let key = api_key.trim().to_ascii_lowercase();
     if key.len() != 32 || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Ok(None);
     }
-    Ok(reader_credential::Entity::find()
-        .filter(reader_credential::Column::FeverKeyHash.eq(sha256_hex(&[&key])))
-        .one(db)
-        .await?
-        .map(|credential| credential.user_id))
+    let stored = stored_fever_key(auth, &key);
+    let by = |hash: String| {
+        reader_credential::Entity::find()
+            .filter(reader_credential::Column::FeverKeyHash.eq(hash))
+            .one(db)
+    };
+    if let Some(credential) = by(stored.clone()).await? {
+        return Ok(Some(credential.user_id));
+    }
+    let Some(legacy) = by(sha256_hex(&[&key])).await? else {
+        return Ok(None);
+    };
+    reader_credential::Entity::update_many()
+        .col_expr(
+            reader_credential::Column::FeverKeyHash,
+            sea_orm::sea_query::Expr::value(stored),
+        )
+        .filter(reader_credential::Column::UserId.eq(legacy.user_id))
+        .exec(db)
+        .await?;
+    Ok(Some(legacy.user_id))
 }
 
 #[cfg(test)]

@@ -26,6 +26,8 @@ on_both_backends!(
     wrong_current_passwords_are_throttled_like_failed_logins,
     a_stranger_cannot_lock_an_account_from_another_address,
     a_stale_reader_password_does_not_lock_the_web_login,
+    reader_credentials_cannot_be_forged_from_a_database_dump,
+    without_a_configured_secret_a_private_key_file_is_made,
 );
 
 async fn login_succeeds_and_bearer_authenticates(backend: Backend) {
@@ -687,4 +689,122 @@ async fn a_stale_reader_password_does_not_lock_the_web_login(backend: Backend) {
     assert_eq!(fever("00000000000000000000000000000000").await, 429);
     // The web login, from the same address, is untouched.
     assert!(app.login_response("ada", "ada-password").await.data()["login"].is_object());
+}
+
+async fn reader_credentials_cannot_be_forged_from_a_database_dump(backend: Backend) {
+    use hmac::Mac;
+    use sea_orm::EntityTrait;
+    let mut app = spawn_app(backend).await;
+    let ada = app.member("ada").await;
+    app.gql(
+        "mutation { setReaderPassword(currentPassword: \"ada-password\", password: \"reader-pass-1\") }",
+        json!({}),
+    )
+    .bearer(&ada.access)
+    .send()
+    .await
+    .data();
+    let client_login = |app: &TestApp, query: &str, body: &str| {
+        app.client
+            .post(app.url(&format!("/accounts/ClientLogin{query}")))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body.to_owned())
+            .send()
+    };
+    let login = client_login(&app, "", "Email=ada&Passwd=reader-pass-1")
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 200);
+    let text = login.text().await.unwrap();
+    let token = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Auth="))
+        .unwrap()
+        .to_owned();
+    let in_url = client_login(&app, "?Email=ada&Passwd=reader-pass-1", "")
+        .await
+        .unwrap();
+    assert_eq!(
+        in_url.status(),
+        401,
+        "the password is read from the body only"
+    );
+
+    let user_info = |app: &TestApp, token: String| {
+        app.client
+            .get(app.url("/reader/api/0/user-info"))
+            .header("authorization", format!("GoogleLogin auth={token}"))
+            .send()
+    };
+    assert_eq!(user_info(&app, token.clone()).await.unwrap().status(), 200);
+
+    // What a dump holds: the credential row. Neither the old token scheme
+    // (keyed by the stored hash) nor an unkeyed hash of the Fever key works.
+    let row = entity::reader_credential::Entity::find()
+        .one(&app.database().await)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(row.password_hash.as_bytes()).unwrap();
+    mac.update(b"trellis-greader:");
+    mac.update(row.user_id.as_bytes());
+    let forged_tag: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let forged = format!("{}/{forged_tag}", row.user_id.simple());
+    assert_eq!(user_info(&app, forged).await.unwrap().status(), 401);
+    // md5("ada:reader-pass-1"), computed independently.
+    let fever_key = format!("{:x}", md5::Md5::digest(b"ada:reader-pass-1"));
+    use md5::Digest;
+    let unkeyed: String = sha2::Sha256::digest(fever_key.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_ne!(row.fever_key_hash, unkeyed);
+    let fever = |app: &TestApp| {
+        app.client
+            .post(app.url("/fever/?api"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("api_key={fever_key}"))
+            .send()
+    };
+    let answer: serde_json::Value = fever(&app).await.unwrap().json().await.unwrap();
+    assert_eq!(answer["auth"], 1);
+
+    // Another server secret on the same database: nothing verifies.
+    app.terminate().await;
+    app.restart(&[(
+        "TRELLIS_JWT_SECRET",
+        "another-secret-0123456789abcdef0123456789",
+    )])
+    .await;
+    assert_eq!(user_info(&app, token).await.unwrap().status(), 401);
+    let answer: serde_json::Value = fever(&app).await.unwrap().json().await.unwrap();
+    assert_eq!(answer["auth"], 0);
+}
+
+async fn without_a_configured_secret_a_private_key_file_is_made(backend: Backend) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let db = crate::helpers::TestDatabase::create(backend, dir.path()).await;
+    let key_file = dir.path().join("instance.key");
+    let mut serve = crate::helpers::trellis_command(dir.path(), &db.url);
+    serve
+        .env("TRELLIS_LISTEN", "127.0.0.1:0")
+        .env("TRELLIS_ADMIN_USER", ADMIN_USER)
+        .env("TRELLIS_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .arg("serve");
+    let app = TestApp::from_command(serve, db, dir).await;
+    let mode = std::fs::metadata(&key_file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let tokens = app.admin().await;
+    let me = app
+        .gql("{ me { username } }", json!({}))
+        .bearer(&tokens.access)
+        .send()
+        .await;
+    assert_eq!(me.data()["me"]["username"], ADMIN_USER);
 }
