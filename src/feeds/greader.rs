@@ -131,6 +131,15 @@ pub fn long_item_id(id: i64) -> String {
 }
 
 /// The `i` parameters as item ids (either form), at most `max`.
+/// How many items a stream page holds: `n` (default 20), at most `max`
+/// whatever a client asks (`MAX_IDS` ids, `MAX_CONTENTS` full items).
+fn page_size(params: &Params, max: u64) -> u64 {
+    params
+        .number("n")
+        .map_or(20, |n| n.clamp(1, max as i64) as u64)
+}
+
+/// The item ids a request names (`i=`, repeated), at most `max` of them.
 fn item_ids_of(params: &Params, max: usize) -> Vec<i64> {
     params
         .all("i")
@@ -449,9 +458,7 @@ async fn page(
     params: &Params,
     max: u64,
 ) -> AppResult<(Vec<item::Model>, Option<String>)> {
-    let n = params
-        .number("n")
-        .map_or(20, |n| n.clamp(1, max as i64) as u64);
+    let n = page_size(params, max);
     let offset = params.number("c").map_or(0, |c| c.max(0) as u64);
     let mut rows = select.offset(offset).limit(n + 1).all(feeds.db()).await?;
     let more = rows.len() as u64 > n;
@@ -822,6 +829,18 @@ async fn disable_tag(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_client_asks_for_is_capped() {
+        let params = Params::new(Some("n=1000000000"), b"");
+        assert_eq!(page_size(&params, MAX_IDS), MAX_IDS);
+        assert_eq!(page_size(&params, MAX_CONTENTS), MAX_CONTENTS);
+        assert_eq!(page_size(&Params::new(Some("n=-5"), b""), MAX_IDS), 1);
+        assert_eq!(page_size(&Params::new(None, b""), MAX_IDS), 20);
+        let many: Vec<String> = (1..=1_500).map(|id| format!("i={id}")).collect();
+        let params = Params::new(None, many.join("&").as_bytes());
+        assert_eq!(item_ids_of(&params, MAX_CONTENTS as usize).len(), 1_000);
+    }
 
     #[test]
     fn streams_parse_in_every_spelling() {
