@@ -186,6 +186,9 @@ pub fn router(state: AppState) -> Router {
             Duration::from_secs(config.request_timeout),
         ))
         .layer(middleware::from_fn(crate::http::headers::security_headers))
+        .layer(middleware::from_fn(
+            crate::http::headers::close_after_unread_body,
+        ))
         .layer(TraceLayer::new_for_http())
         .layer(SetSensitiveRequestHeadersLayer::new([
             header::AUTHORIZATION,

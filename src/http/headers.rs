@@ -1,10 +1,10 @@
-//! Security headers: every answer says `nosniff` and sends no referrer;
+//! Response headers. Security: every answer says `nosniff` and sends no referrer;
 //! every HTML answer also refuses to be framed and carries a Content
 //! Security Policy (its own, or a default that allows nothing).
 
 use axum::{
     extract::Request,
-    http::{HeaderValue, header},
+    http::{HeaderValue, StatusCode, header},
     middleware::Next,
     response::Response,
 };
@@ -34,6 +34,19 @@ pub async fn security_headers(request: Request, next: Next) -> Response {
         headers
             .entry(header::CONTENT_SECURITY_POLICY)
             .or_insert(HeaderValue::from_static(DEFAULT_HTML_CSP));
+    }
+    response
+}
+
+/// A request refused for its size (413) was not read to its end, so its
+/// connection cannot carry another request: the answer says it closes, and
+/// a client does not send its next request into a socket being closed.
+pub async fn close_after_unread_body(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     response
 }

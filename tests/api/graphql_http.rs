@@ -86,6 +86,17 @@ async fn oversized_body_is_refused_with_413(backend: Backend) {
     .await;
     let padding = "x".repeat(10_000);
     let body = json!({ "query": "{ me { id } }", "variables": { "pad": padding } }).to_string();
+    let refused = app
+        .client
+        .post(app.url("/graphql"))
+        .header("content-type", "application/json")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    // The rest of the body was not read, so the connection cannot carry
+    // another request: the answer says so, and no client reuses it.
+    assert_eq!(refused.headers()["connection"], "close");
     let (status, body) = raw(&app, "application/json", body).await;
     assert_eq!((status, code(&body)), (413, "PAYLOAD_TOO_LARGE"));
     // The server is fine afterwards.
