@@ -70,6 +70,16 @@ pub async fn fever(State(state): State<AppState>, meta: RequestMeta, params: Par
             answer.insert("auth".into(), json!(0));
             return Json(Value::Object(answer)).into_response();
         }
+        // Refused by the limiter: in the protocol's own words (apps know
+        // `auth: 0`, not GraphQL errors), with when to try again.
+        Err(AppError::RateLimited { retry_after }) => {
+            answer.insert("auth".into(), json!(0));
+            return (
+                [(axum::http::header::RETRY_AFTER, retry_after.to_string())],
+                Json(Value::Object(answer)),
+            )
+                .into_response();
+        }
         Err(error) => return error.into_response(),
     };
     answer.insert("auth".into(), json!(1));

@@ -686,7 +686,19 @@ async fn a_stale_reader_password_does_not_lock_the_web_login(backend: Backend) {
         429,
         "its own protocol's budget is spent"
     );
-    assert_eq!(fever("00000000000000000000000000000000").await, 429);
+    // Fever's refusal is in the protocol's own words, with when to retry.
+    let blocked = app
+        .client
+        .post(app.url("/fever/?api"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("api_key=00000000000000000000000000000000")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(blocked.status(), 200);
+    assert!(blocked.headers().contains_key("retry-after"));
+    let body: serde_json::Value = blocked.json().await.unwrap();
+    assert_eq!(body, serde_json::json!({ "api_version": 3, "auth": 0 }));
     // The web login, from the same address, is untouched.
     assert!(app.login_response("ada", "ada-password").await.data()["login"].is_object());
 }
