@@ -250,6 +250,13 @@ impl Jobs {
         Ok(enqueued)
     }
 
+    /// The task an earlier request with `new`'s idempotency key created, if
+    /// the key is live (see [`store::replay`]); a different payload under
+    /// the key is `IDEMPOTENCY_KEY_REUSED`.
+    pub async fn replay(&self, new: &NewTask) -> AppResult<Option<Enqueued>> {
+        store::replay(&self.inner.db, new).await
+    }
+
     /// Dispatch: the next due task of `queue` for this worker, if any.
     pub(crate) async fn dispatch_next(
         &self,

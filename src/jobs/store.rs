@@ -421,6 +421,39 @@ async fn existing_for_key(
         .ok_or_else(|| {
             AppError::internal(anyhow::anyhow!("idempotency key vanished during a race"))
         })?;
+    task_for_key(db, row, hash).await
+}
+
+/// The task an earlier request with `new`'s idempotency key created, while
+/// the key is live: a retry gets it whatever has happened since (Stripe's
+/// semantics), before the request is checked again. `None` without a key
+/// or when it is unknown or expired.
+pub async fn replay(db: &DatabaseConnection, new: &NewTask) -> AppResult<Option<Enqueued>> {
+    let Some(key) = &new.idempotency_key else {
+        return Ok(None);
+    };
+    let owner_key = new
+        .owner_id
+        .map(|id| id.to_string())
+        .unwrap_or_else(|| SYSTEM_OWNER.to_owned());
+    let row = idempotency_key::Entity::find_by_id((owner_key, key.clone()))
+        .filter(idempotency_key::Column::ExpiresAt.gte(Utc::now()))
+        .one(db)
+        .await?;
+    match row {
+        Some(row) => {
+            let hash = policy::payload_hash(new.kind, &new.payload);
+            task_for_key(db, row, &hash).await.map(Some)
+        }
+        None => Ok(None),
+    }
+}
+
+async fn task_for_key(
+    db: &DatabaseConnection,
+    row: idempotency_key::Model,
+    hash: &str,
+) -> AppResult<Enqueued> {
     if row.payload_hash != hash {
         return Err(AppError::IdempotencyKeyReused);
     }

@@ -121,21 +121,26 @@ impl NodesService {
     }
 
     /// Checks an operation and enqueues its task. A repeat with the same
-    /// idempotency key and payload returns the first task; the same key
-    /// with another payload is `IDEMPOTENCY_KEY_REUSED`.
+    /// idempotency key and payload returns the first task — looked up
+    /// first, so a retry gets its task even once its target is gone (a
+    /// delete that succeeded); the same key with another payload is
+    /// `IDEMPOTENCY_KEY_REUSED`.
     pub async fn submit(
         &self,
         viewer: &Viewer,
         operation: Operation,
         idempotency_key: String,
     ) -> AppResult<Enqueued> {
-        operation.validate(&self.config)?;
-        self.check_targets(&operation.targets()).await?;
         let payload = serde_json::to_value(&operation).map_err(AppError::internal)?;
         let mut new = NewTask::new(operation.kind(), operation.queue(), payload);
         new.owner_id = Some(viewer.user_id);
         new.idempotency_key = Some(idempotency_key);
         new.scope = Some(ops::SCOPE.to_owned());
+        if let Some(earlier) = self.jobs.replay(&new).await? {
+            return Ok(earlier);
+        }
+        operation.validate(&self.config)?;
+        self.check_targets(&operation.targets()).await?;
         self.jobs.enqueue(new).await
     }
 

@@ -25,6 +25,7 @@ on_both_backends!(
     resources_build_the_tree_and_orphans_are_pruned,
     dependent_classes_and_patches_follow_their_rules,
     http_contract_answers_202_and_replays_by_key,
+    a_retry_gets_its_task_whatever_happened_to_the_target,
     bad_requests_change_nothing,
     concurrent_requests_end_in_the_from_scratch_tree,
     dashboard_sees_a_leaf_change_climb_to_the_root,
@@ -1132,4 +1133,72 @@ async fn a_panicking_engine_fails_its_task_once_and_records_it(backend: Backend)
     for worker in workers {
         let _ = worker.await;
     }
+}
+
+/// Issue 18 item 2: the key is looked up before the target is checked, so a
+/// retry after the delete succeeded (or after an updated resource was
+/// deleted) gets its task, over HTTP and GraphQL, instead of 404.
+async fn a_retry_gets_its_task_whatever_happened_to_the_target(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let ops = Client::new(&app).await;
+    let post = |path: String, key: &'static str, body: Value| {
+        let request = app
+            .client
+            .post(app.url(&path))
+            .bearer_auth(&ops.token)
+            .header("Idempotency-Key", key)
+            .json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let body: Value = response.json().await.unwrap();
+            (
+                status,
+                body["task_id"].as_str().unwrap_or_default().to_owned(),
+                body,
+            )
+        }
+    };
+
+    // A delete that succeeded, retried with its key.
+    let gone = ops.create(instance("cart", "cart-1", 0, 1.0)).await;
+    let (status, deleted, _) = post(format!("/resources/{gone}/delete"), "del-1", json!({})).await;
+    assert_eq!(status, 202);
+    assert_eq!(
+        wait_terminal(&app, &ops.token, &deleted).await["status"],
+        "SUCCEEDED"
+    );
+    let (status, again, body) = post(format!("/resources/{gone}/delete"), "del-1", json!({})).await;
+    assert_eq!((status, again.as_str()), (202, deleted.as_str()), "{body}");
+
+    // An update whose resource was deleted afterwards, retried with its key.
+    let later = ops.create(instance("cart", "cart-2", 0, 1.0)).await;
+    let patch = json!({ "patch": { "health": 3 } });
+    let (status, updated, _) = post(
+        format!("/resources/{later}/update-a"),
+        "upd-1",
+        patch.clone(),
+    )
+    .await;
+    assert_eq!(status, 202);
+    wait_terminal(&app, &ops.token, &updated).await;
+    assert_eq!(ops.delete(&later).await["status"], "SUCCEEDED");
+    let (status, again, body) = post(format!("/resources/{later}/update-a"), "upd-1", patch).await;
+    assert_eq!((status, again.as_str()), (202, updated.as_str()), "{body}");
+    // A new key for the gone resource is still refused.
+    let (status, _, body) = post(
+        format!("/resources/{later}/update-a"),
+        "upd-2",
+        json!({ "patch": { "health": 1 } }),
+    )
+    .await;
+    assert_eq!(status, 404, "{body}");
+
+    // The same over GraphQL.
+    let delete = "mutation($id: ID!) { deleteResource(id: $id, idempotencyKey: \"del-g\") { id } }";
+    let third = ops.create(instance("web", "web-1", 0, 1.0)).await;
+    let first = ops.run(delete, json!({ "id": third })).await;
+    assert_eq!(first["status"], "SUCCEEDED");
+    let retried = ops.data(delete, json!({ "id": third })).await;
+    assert_eq!(retried["deleteResource"]["id"], first["id"]);
 }
