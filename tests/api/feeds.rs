@@ -132,6 +132,20 @@ impl<'a> Reader<'a> {
             .await
     }
 
+    /// Imports an OPML document and waits for its task to end.
+    async fn import_opml(&self, opml: &str) -> Value {
+        let task = self
+            .data(
+                "mutation($o: String!) { importOpml(opml: $o) { id } }",
+                json!({ "o": opml }),
+            )
+            .await["importOpml"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        self.wait(&task).await
+    }
+
     async fn wait(&self, task: &str) -> Value {
         for _ in 0..600 {
             let data = self
@@ -1156,16 +1170,7 @@ async fn opml_round_trip(backend: Backend) {
         server.url("/o3.xml")
     );
     let ada = Reader::new(&app, "ada").await;
-    let task = ada
-        .data(
-            "mutation($o: String!) { importOpml(opml: $o) { id } }",
-            json!({ "o": opml }),
-        )
-        .await["importOpml"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let done = ada.wait(&task).await;
+    let done = ada.import_opml(&opml).await;
     assert_eq!(done["status"], "SUCCEEDED", "{done}");
     assert_eq!(
         done["result"],
@@ -1192,20 +1197,8 @@ async fn opml_round_trip(backend: Backend) {
     );
     assert_eq!(groups["groups"][2]["feeds"][1]["name"], "Two");
 
-    let again = ada
-        .data(
-            "mutation($o: String!) { importOpml(opml: $o) { id } }",
-            json!({ "o": opml }),
-        )
-        .await["importOpml"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(
-        ada.wait(&again).await["result"]["skipped"],
-        4,
-        "already followed"
-    );
+    let again = ada.import_opml(&opml).await;
+    assert_eq!(again["result"]["skipped"], 4, "already followed");
 
     let exported = ada.data("{ exportOpml }", json!({})).await["exportOpml"]
         .as_str()
@@ -1214,16 +1207,8 @@ async fn opml_round_trip(backend: Backend) {
     assert!(exported.contains(&server.url("/o2.xml")), "{exported}");
     assert!(exported.contains("Three &amp; more"), "{exported}");
     let bob = Reader::new(&app, "bob").await;
-    let task = bob
-        .data(
-            "mutation($o: String!) { importOpml(opml: $o) { id } }",
-            json!({ "o": exported }),
-        )
-        .await["importOpml"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(bob.wait(&task).await["result"]["feedsCreated"], 3);
+    let done = bob.import_opml(&exported).await;
+    assert_eq!(done["result"]["feedsCreated"], 3);
     let bobs = bob
         .data("{ groups { name feeds { name link } } }", json!({}))
         .await;
@@ -1287,16 +1272,8 @@ async fn control_characters_never_reach_an_opml_export(backend: Backend) {
          </body></opml>",
         server.url("/listed.xml")
     );
-    let task = ada
-        .data(
-            "mutation($o: String!) { importOpml(opml: $o) { id } }",
-            json!({ "o": opml }),
-        )
-        .await["importOpml"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(ada.wait(&task).await["status"], "SUCCEEDED");
+    let done = ada.import_opml(&opml).await;
+    assert_eq!(done["status"], "SUCCEEDED");
     let groups = ada
         .data("{ groups { name feeds { name link } } }", json!({}))
         .await;
@@ -1317,16 +1294,7 @@ async fn control_characters_never_reach_an_opml_export(backend: Backend) {
         "well-formed XML 1.0: {exported:?}"
     );
     let bob = Reader::new(&app, "bob").await;
-    let task = bob
-        .data(
-            "mutation($o: String!) { importOpml(opml: $o) { id } }",
-            json!({ "o": exported }),
-        )
-        .await["importOpml"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let done = bob.wait(&task).await;
+    let done = bob.import_opml(&exported).await;
     assert_eq!(done["status"], "SUCCEEDED", "{done}");
     assert_eq!(done["result"]["feedsCreated"], 2, "{done}");
     let bobs = bob
