@@ -17,9 +17,9 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use chrono::{DateTime, Utc};
-use entity::{feed_fetch_state, item};
+use entity::feed_fetch_state;
 use sea_orm::{
-    ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    ColumnTrait, EntityTrait, QueryFilter, QuerySelect,
     sea_query::{Expr, Func},
 };
 use serde_json::{Map, Value, json};
@@ -29,7 +29,7 @@ use super::{
     reader_auth,
     reader_form::{Params, unix_time},
     sanitize::sanitize_html,
-    service::{FeedsService, ReadScope},
+    service::{FeedsService, ItemPage, ItemState, ReadScope},
 };
 use crate::{
     app::AppState,
@@ -101,6 +101,15 @@ async fn respond(
         (params.one("mark"), params.one("as"), number("id"))
     {
         mark(feeds, user, what, action, id, number("before")).await?;
+        // The list the mark changed comes back with the answer, as the
+        // spec says and FreshRSS does, so the app needs no second call.
+        let changed = match action {
+            "saved" | "unsaved" => "saved_item_ids",
+            _ => "unread_item_ids",
+        };
+        if !has(changed) {
+            answer.insert(changed.into(), json!(id_list(feeds, user, changed).await?));
+        }
     }
     answer.insert(
         "last_refreshed_on_time".into(),
@@ -154,24 +163,19 @@ async fn respond(
         answer.insert("links".into(), json!([]));
     }
     if has("items") {
-        let mut select = feeds.items_of(user);
-        select = if let Some(ids) = params.one("with_ids") {
-            let ids: Vec<i64> = ids
-                .split(',')
-                .filter_map(|id| id.trim().parse().ok())
-                .take(PAGE as usize)
-                .collect();
-            select
-                .filter(item::Column::Id.is_in(ids))
-                .order_by_asc(item::Column::Id)
+        let page = if let Some(ids) = params.one("with_ids") {
+            ItemPage::WithIds(
+                ids.split(',')
+                    .filter_map(|id| id.trim().parse().ok())
+                    .take(PAGE as usize)
+                    .collect(),
+            )
         } else if let Some(max) = number("max_id") {
-            select
-                .filter(item::Column::Id.lt(max))
-                .order_by_desc(item::Column::Id)
+            // `max_id=0` starts backward paging from the newest (the
+            // spec: "the lowest id of locally cached items (or 0 initially)").
+            ItemPage::Before((max > 0).then_some(max))
         } else {
-            select
-                .filter(item::Column::Id.gt(number("since_id").unwrap_or(0)))
-                .order_by_asc(item::Column::Id)
+            ItemPage::After(number("since_id").unwrap_or(0))
         };
         let links: HashMap<i64, String> = feeds
             .feeds(user, None)
@@ -179,9 +183,8 @@ async fn respond(
             .into_iter()
             .map(|feed| (feed.id, feed.link))
             .collect();
-        let items: Vec<Value> = select
-            .limit(PAGE)
-            .all(feeds.db())
+        let items: Vec<Value> = feeds
+            .item_page(user, page, PAGE)
             .await?
             .into_iter()
             .map(|item| {
@@ -204,23 +207,23 @@ async fn respond(
                 })
             })
             .collect();
-        let total = feeds.items_of(user).count(feeds.db()).await?;
+        let total = feeds.item_count(user).await?;
         answer.insert("items".into(), json!(items));
         answer.insert("total_items".into(), json!(total));
     }
-    if has("unread_item_ids") {
-        let ids = item_ids(feeds, user, item::Column::Unread).await?;
-        answer.insert("unread_item_ids".into(), json!(ids));
-    }
-    if has("saved_item_ids") {
-        let ids = item_ids(feeds, user, item::Column::Starred).await?;
-        answer.insert("saved_item_ids".into(), json!(ids));
+    for list in ["unread_item_ids", "saved_item_ids"] {
+        if has(list) {
+            answer.insert(list.into(), json!(id_list(feeds, user, list).await?));
+        }
     }
     Ok(())
 }
 
 /// `mark=item|feed|group`, `as=read|unread|saved|unsaved`, `id`, `before`.
-/// Unknown combinations are ignored, as Fever does.
+/// Unknown combinations are ignored, as Fever does. Marking a feed or a
+/// group read needs `before` (the time of the app's last `items` call):
+/// without it nothing is marked (Miniflux's behaviour), never items the
+/// app has not received.
 async fn mark(
     feeds: &FeedsService,
     user: Uuid,
@@ -230,19 +233,27 @@ async fn mark(
     before: Option<i64>,
 ) -> AppResult<()> {
     let before = before.and_then(unix_time);
-    let done = match (what, action) {
+    let done = match (what, action, before) {
         // Negative ids are Fever's Sparks, which Trellis does not have.
         _ if id < 0 => Ok(0),
-        ("item", "read") => feeds.set_unread(user, &[id], false).await,
-        ("item", "unread") => feeds.set_unread(user, &[id], true).await,
-        ("item", "saved") => feeds.set_starred(user, &[id], true).await,
-        ("item", "unsaved") => feeds.set_starred(user, &[id], false).await,
-        ("feed", "read") => feeds.mark_all_read(user, ReadScope::Feed(id), before).await,
-        // Group 0 is Fever's "Kindling": everything.
-        ("group", "read") if id == 0 => feeds.mark_all_read(user, ReadScope::All, before).await,
-        ("group", "read") => {
+        ("item", "read", _) => feeds.set_unread(user, &[id], false).await,
+        ("item", "unread", _) => feeds.set_unread(user, &[id], true).await,
+        ("item", "saved", _) => feeds.set_starred(user, &[id], true).await,
+        ("item", "unsaved", _) => feeds.set_starred(user, &[id], false).await,
+        ("feed", "read", Some(before)) => {
             feeds
-                .mark_all_read(user, ReadScope::Group(id), before)
+                .mark_all_read(user, ReadScope::Feed(id), Some(before))
+                .await
+        }
+        // Group 0 is Fever's "Kindling": everything.
+        ("group", "read", Some(before)) if id == 0 => {
+            feeds
+                .mark_all_read(user, ReadScope::All, Some(before))
+                .await
+        }
+        ("group", "read", Some(before)) => {
+            feeds
+                .mark_all_read(user, ReadScope::Group(id), Some(before))
                 .await
         }
         _ => Ok(0),
@@ -255,17 +266,14 @@ async fn mark(
     }
 }
 
-/// Comma-separated ids of the user's items where `flag` is true.
-async fn item_ids(feeds: &FeedsService, user: Uuid, flag: item::Column) -> AppResult<String> {
-    let ids: Vec<i64> = feeds
-        .items_of(user)
-        .select_only()
-        .column(item::Column::Id)
-        .filter(flag.eq(true))
-        .order_by_asc(item::Column::Id)
-        .into_tuple()
-        .all(feeds.db())
-        .await?;
+/// `unread_item_ids` or `saved_item_ids`: comma-separated ids.
+async fn id_list(feeds: &FeedsService, user: Uuid, list: &str) -> AppResult<String> {
+    let state = if list == "saved_item_ids" {
+        ItemState::Starred
+    } else {
+        ItemState::Unread
+    };
+    let ids = feeds.item_ids_in_state(user, state).await?;
     Ok(ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
 }
 

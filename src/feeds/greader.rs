@@ -14,9 +14,9 @@
 //! - `POST /reader/api/0/{edit-tag,mark-all-as-read,subscription/edit,subscription/quickadd,rename-tag,disable-tag}`
 //!
 //! Streams: `user/-/state/com.google/{reading-list,starred,read}`,
-//! `feed/<id>`, `user/-/label/<group name>`. Item ids are accepted in both
-//! the long (`tag:google.com,2005:reader/item/<16 hex>`) and the short
-//! (decimal) form. The stream/id grammar is pure ([`parse_stream`],
+//! `feed/<id>`, `user/-/label/<group name>`. Item ids are accepted in the
+//! long (`tag:google.com,2005:reader/item/<16 hex>`), the short (decimal)
+//! and the bare 16-hex form, told apart as the peers do ([`parse_item_id`]). The stream/id grammar is pure ([`parse_stream`],
 //! [`parse_item_id`]); everything else goes through [`FeedsService`].
 
 use std::collections::HashMap;
@@ -115,13 +115,29 @@ pub fn parse_stream(value: &str) -> Option<Stream> {
     }
 }
 
-/// An item id in the long (`tag:google.com,2005:reader/item/000000000000002a`)
-/// or short (`42`) form.
+/// An item id as the apps send it, told apart the way Miniflux and
+/// FreshRSS do:
+///
+/// - the long form, `tag:google.com,2005:reader/item/<hex>` (16 digits
+///   zero-padded, or unpadded as NetNewsWire writes it);
+/// - a bare 16-digit hex id, `000000000000048c` (Reeder);
+/// - a bare id with a leading `0` or a hex letter is hex too (FreshRSS:
+///   a decimal id never starts with `0`);
+/// - anything else is the decimal short form, `1164` (Liferea, and our own
+///   `stream/items/ids`).
 pub fn parse_item_id(value: &str) -> Option<i64> {
     let value = value.trim();
+    let hex = |digits: &str| {
+        (!digits.is_empty() && digits.len() <= 16 && digits.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| u64::from_str_radix(digits, 16).ok())
+            .flatten()
+            .and_then(|id| i64::try_from(id).ok())
+    };
     match value.strip_prefix(ITEM_PREFIX) {
-        Some(hex) => u64::from_str_radix(hex, 16).ok().map(|id| id as i64),
-        None => value.parse().ok(),
+        Some(digits) => hex(digits),
+        None if value.len() == 16 || value.starts_with('0') => hex(value),
+        None if value.bytes().all(|b| b.is_ascii_digit()) => value.parse().ok(),
+        None => hex(value),
     }
     .filter(|id| *id > 0)
 }
@@ -130,7 +146,6 @@ pub fn long_item_id(id: i64) -> String {
     format!("{ITEM_PREFIX}{:016x}", id as u64)
 }
 
-/// The `i` parameters as item ids (either form), at most `max`.
 /// How many items a stream page holds: `n` (default 20), at most `max`
 /// whatever a client asks (`MAX_IDS` ids, `MAX_CONTENTS` full items).
 fn page_size(params: &Params, max: u64) -> u64 {
@@ -861,15 +876,39 @@ mod tests {
     }
 
     #[test]
-    fn item_ids_round_trip_in_both_forms() {
+    fn item_ids_parse_in_every_form_the_apps_send() {
         assert_eq!(
             long_item_id(42),
             "tag:google.com,2005:reader/item/000000000000002a"
         );
         assert_eq!(parse_item_id(&long_item_id(42)), Some(42));
+        // NetNewsWire: the long form without padding.
+        assert_eq!(
+            parse_item_id("tag:google.com,2005:reader/item/2f2"),
+            Some(754)
+        );
+        // Reeder: bare 16-digit hex (0x48c = 1164), never decimal.
+        assert_eq!(parse_item_id("000000000000048c"), Some(1164));
+        assert_eq!(parse_item_id("0000000000000028"), Some(40));
+        assert_eq!(parse_item_id("000000000000000a"), Some(10));
+        // FreshRSS: a leading zero or a hex letter means hex.
+        assert_eq!(parse_item_id("028"), Some(40));
+        assert_eq!(parse_item_id("2f2"), Some(754));
+        // The decimal short form.
         assert_eq!(parse_item_id("42"), Some(42));
-        assert_eq!(parse_item_id("tag:google.com,2005:reader/item/zz"), None);
-        assert_eq!(parse_item_id("-3"), None);
-        assert_eq!(parse_item_id("0"), None);
+        assert_eq!(parse_item_id("1164"), Some(1164));
+        for bad in [
+            "tag:google.com,2005:reader/item/zz",
+            "tag:google.com,2005:reader/item/",
+            "tag:google.com,2005:reader/item/00000000000000001",
+            "ffffffffffffffff",
+            "-3",
+            "0",
+            "0000000000000000",
+            "",
+            "x",
+        ] {
+            assert_eq!(parse_item_id(bad), None, "{bad:?}");
+        }
     }
 }

@@ -99,16 +99,30 @@ impl<S: Send + Sync> FromRequest<S> for Params {
     }
 }
 
-/// A Unix time (seconds, or microseconds when it is that large) within
-/// 1970–9999: what both databases store.
+/// A Unix time in seconds, milliseconds, microseconds or nanoseconds, told
+/// apart by magnitude (as the peers tolerate: Google Reader's `ts` is in
+/// microseconds, `ot`/`nt` and Fever's `before` in seconds, and apps mix
+/// them up), clamped to 1970–9999: what both databases store.
 pub fn unix_time(value: i64) -> Option<DateTime<Utc>> {
     const MAX_SECONDS: i64 = 253_402_300_799; // 9999-12-31T23:59:59Z
-    let seconds = if value > MAX_SECONDS {
-        value / 1_000_000
-    } else {
-        value
+    // Each unit's values from year 5138 on read as the next finer unit:
+    // 10^11 s is 5138, while 10^11 ms is only 1973.
+    const LIMIT: i64 = 100_000_000_000;
+    const MILLIS_LIMIT: i64 = LIMIT * 1_000;
+    const MICROS_LIMIT: i64 = MILLIS_LIMIT * 1_000;
+    let micros = match value {
+        ..LIMIT => value.saturating_mul(1_000_000),
+        LIMIT..MILLIS_LIMIT => value.saturating_mul(1_000),
+        MILLIS_LIMIT..MICROS_LIMIT => value,
+        MICROS_LIMIT.. => value / 1_000,
     };
-    DateTime::<Utc>::from_timestamp(seconds.clamp(0, MAX_SECONDS), 0)
+    let seconds = micros.div_euclid(1_000_000).clamp(0, MAX_SECONDS);
+    let nanos = if (1..MAX_SECONDS).contains(&seconds) {
+        (micros.rem_euclid(1_000_000) * 1_000) as u32
+    } else {
+        0
+    };
+    DateTime::<Utc>::from_timestamp(seconds, nanos)
 }
 
 #[cfg(test)]
@@ -131,11 +145,24 @@ mod tests {
     }
 
     #[test]
-    fn unix_times_take_seconds_or_microseconds_and_stay_in_range() {
-        let at = |s| unix_time(s).unwrap().to_rfc3339();
+    fn unix_times_are_told_apart_by_magnitude_and_stay_in_range() {
+        let at = |value| unix_time(value).unwrap().to_rfc3339();
+        // 2025-11-30T12:00:00Z in seconds, milli-, micro- and nanoseconds.
         assert_eq!(at(1_764_504_000), "2025-11-30T12:00:00+00:00");
-        assert_eq!(at(1_764_504_000_000_000), "2025-11-30T12:00:00+00:00");
+        assert_eq!(at(1_764_504_000_123), "2025-11-30T12:00:00.123+00:00");
+        assert_eq!(
+            at(1_764_504_000_123_456),
+            "2025-11-30T12:00:00.123456+00:00"
+        );
+        assert_eq!(
+            at(1_764_504_000_123_456_789),
+            "2025-11-30T12:00:00.123456+00:00"
+        );
+        // Early dates in each unit stay in that unit's range.
+        assert_eq!(at(86_400), "1970-01-02T00:00:00+00:00");
+        assert_eq!(at(99_999_999_999), "5138-11-16T09:46:39+00:00");
         assert_eq!(at(-5), "1970-01-01T00:00:00+00:00");
-        assert_eq!(at(i64::MAX), "9999-12-31T23:59:59+00:00");
+        assert_eq!(at(i64::MIN), "1970-01-01T00:00:00+00:00");
+        assert_eq!(at(i64::MAX), "2262-04-11T23:47:16.854775+00:00");
     }
 }

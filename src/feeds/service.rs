@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use entity::{bookmark, feed, feed_fetch_state, feed_group, feed_settings, item};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    IntoActiveModel, QueryFilter, QueryOrder, Select, Set, SqlErr,
+    IntoActiveModel, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Select, Set, SqlErr,
     sea_query::{Expr, OnConflict, Query},
 };
 use serde::Serialize;
@@ -66,6 +66,24 @@ pub enum ReadScope {
     Feed(i64),
     Group(i64),
     All,
+}
+
+/// A state an item's id list is asked for.
+#[derive(Debug, Clone, Copy)]
+pub enum ItemState {
+    Unread,
+    Starred,
+}
+
+/// A page of items by id.
+#[derive(Debug, Clone)]
+pub enum ItemPage {
+    /// These items, ascending.
+    WithIds(Vec<i64>),
+    /// Items below this id (or the newest, with none), descending.
+    Before(Option<i64>),
+    /// Items above this id, ascending.
+    After(i64),
 }
 
 #[derive(Clone)]
@@ -578,6 +596,53 @@ impl FeedsService {
             update = update.filter(item::Column::PubDate.lte(before));
         }
         Ok(update.exec(&self.db).await?.rows_affected)
+    }
+
+    // ----- what the reader apps (Fever, Google Reader) ask for -----
+
+    /// How many items the user has.
+    pub async fn item_count(&self, user: Uuid) -> AppResult<u64> {
+        Ok(self.items_of(user).count(&self.db).await?)
+    }
+
+    /// The ids of the user's unread or starred items, ascending.
+    pub async fn item_ids_in_state(&self, user: Uuid, state: ItemState) -> AppResult<Vec<i64>> {
+        let flag = match state {
+            ItemState::Unread => item::Column::Unread,
+            ItemState::Starred => item::Column::Starred,
+        };
+        Ok(self
+            .items_of(user)
+            .select_only()
+            .column(item::Column::Id)
+            .filter(flag.eq(true))
+            .order_by_asc(item::Column::Id)
+            .into_tuple()
+            .all(&self.db)
+            .await?)
+    }
+
+    /// One page of at most `limit` of the user's items by id (Fever's paging).
+    pub async fn item_page(
+        &self,
+        user: Uuid,
+        page: ItemPage,
+        limit: u64,
+    ) -> AppResult<Vec<item::Model>> {
+        let select = self.items_of(user);
+        let select = match page {
+            ItemPage::WithIds(ids) => select
+                .filter(item::Column::Id.is_in(ids))
+                .order_by_asc(item::Column::Id),
+            ItemPage::Before(Some(max)) => select
+                .filter(item::Column::Id.lt(max))
+                .order_by_desc(item::Column::Id),
+            ItemPage::Before(None) => select.order_by_desc(item::Column::Id),
+            ItemPage::After(since) => select
+                .filter(item::Column::Id.gt(since))
+                .order_by_asc(item::Column::Id),
+        };
+        Ok(select.limit(limit).all(&self.db).await?)
     }
 
     // ----- bookmarks -----

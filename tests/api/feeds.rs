@@ -60,7 +60,7 @@ mod ssrf {
 }
 
 /// The app with its SSRF guard opened for the loopback publisher.
-async fn app(backend: Backend) -> TestApp {
+pub(crate) async fn app(backend: Backend) -> TestApp {
     spawn_app_with(
         backend,
         AppOptions::default().env("TRELLIS_ALLOW_PRIVATE_FEEDS", "true"),
@@ -69,20 +69,20 @@ async fn app(backend: Backend) -> TestApp {
 }
 
 /// One signed-in user's GraphQL calls.
-struct Reader<'a> {
-    app: &'a TestApp,
-    token: String,
+pub(crate) struct Reader<'a> {
+    pub(crate) app: &'a TestApp,
+    pub(crate) token: String,
 }
 
 impl<'a> Reader<'a> {
-    async fn new(app: &'a TestApp, username: &str) -> Self {
+    pub(crate) async fn new(app: &'a TestApp, username: &str) -> Self {
         Reader {
             app,
             token: app.member(username).await.access,
         }
     }
 
-    async fn raw(&self, query: &str, variables: Value) -> crate::helpers::GqlResponse {
+    pub(crate) async fn raw(&self, query: &str, variables: Value) -> crate::helpers::GqlResponse {
         self.app
             .gql(query, variables)
             .bearer(&self.token)
@@ -90,11 +90,11 @@ impl<'a> Reader<'a> {
             .await
     }
 
-    async fn data(&self, query: &str, variables: Value) -> Value {
+    pub(crate) async fn data(&self, query: &str, variables: Value) -> Value {
         self.raw(query, variables).await.data().clone()
     }
 
-    async fn follow(&self, link: &str) -> String {
+    pub(crate) async fn follow(&self, link: &str) -> String {
         let data = self
             .data(
                 "mutation($i: CreateFeedInput!) { createFeed(input: $i) { id } }",
@@ -105,7 +105,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Publishes `route` at `path`, follows it and pulls it once; returns the feed id.
-    async fn pull_new(&self, server: &FeedServer, path: &str, route: Route) -> String {
+    pub(crate) async fn pull_new(&self, server: &FeedServer, path: &str, route: Route) -> String {
         server.set(path, route);
         let feed = self.follow(&server.url(path)).await;
         let task = self.refresh(&feed).await;
@@ -114,7 +114,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Refreshes one feed and waits for its task to end; returns the task.
-    async fn refresh(&self, feed: &str) -> Value {
+    pub(crate) async fn refresh(&self, feed: &str) -> Value {
         let data = self
             .data(
                 "mutation($id: ID!) { refreshFeed(id: $id) { id } }",
@@ -124,7 +124,7 @@ impl<'a> Reader<'a> {
         self.wait(data["refreshFeed"]["id"].as_str().unwrap()).await
     }
 
-    async fn refresh_all(&self) -> Value {
+    pub(crate) async fn refresh_all(&self) -> Value {
         let data = self
             .data("mutation { refreshAllFeeds { id } }", json!({}))
             .await;
@@ -133,7 +133,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Imports an OPML document and waits for its task to end.
-    async fn import_opml(&self, opml: &str) -> Value {
+    pub(crate) async fn import_opml(&self, opml: &str) -> Value {
         let task = self
             .data(
                 "mutation($o: String!) { importOpml(opml: $o) { id } }",
@@ -146,7 +146,7 @@ impl<'a> Reader<'a> {
         self.wait(&task).await
     }
 
-    async fn wait(&self, task: &str) -> Value {
+    pub(crate) async fn wait(&self, task: &str) -> Value {
         for _ in 0..600 {
             let data = self
                 .data(
@@ -163,7 +163,7 @@ impl<'a> Reader<'a> {
         panic!("task {task} did not finish");
     }
 
-    async fn feed(&self, id: &str) -> Value {
+    pub(crate) async fn feed(&self, id: &str) -> Value {
         self.data(
             "query($id: ID!) { feed(id: $id) { id name siteUrl unreadCount itemCount
                 fetchState { etag lastModified lastCheckedAt nextCheckAt lastHttpStatus retryAfterUntil
@@ -174,7 +174,7 @@ impl<'a> Reader<'a> {
             .clone()
     }
 
-    async fn items(&self, filter: Value) -> Vec<Value> {
+    pub(crate) async fn items(&self, filter: Value) -> Vec<Value> {
         self.data(
             "query($f: ItemFilter) { items(filter: $f, first: 200) { edges { node {
                 id feedId guid title link content rawContent pubDate unread starred } } } }",
@@ -1580,7 +1580,7 @@ async fn a_feed_the_parser_panics_on_is_recorded_and_backed_off(backend: Backend
 
 /// POSTs to the Fever endpoint: `flags` in the query string (after `api`),
 /// `form` as the urlencoded body.
-async fn fever(app: &TestApp, flags: &str, form: &[(&str, &str)]) -> Value {
+pub(crate) async fn fever(app: &TestApp, flags: &str, form: &[(&str, &str)]) -> Value {
     let body = url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs(form)
         .finish();
@@ -1798,13 +1798,13 @@ async fn fever_api_serves_and_marks_the_users_items(backend: Backend) {
 }
 
 /// A Google Reader API client: its token and the server.
-struct GReader<'a> {
-    app: &'a TestApp,
-    auth: String,
+pub(crate) struct GReader<'a> {
+    pub(crate) app: &'a TestApp,
+    pub(crate) auth: String,
 }
 
 impl<'a> GReader<'a> {
-    async fn login(
+    pub(crate) async fn login(
         app: &'a TestApp,
         username: &str,
         password: &str,
@@ -1830,7 +1830,7 @@ impl<'a> GReader<'a> {
         Ok(GReader { app, auth })
     }
 
-    async fn get(&self, path: &str) -> (u16, String) {
+    pub(crate) async fn get(&self, path: &str) -> (u16, String) {
         let response = self
             .app
             .client
@@ -1842,13 +1842,13 @@ impl<'a> GReader<'a> {
         (response.status().as_u16(), response.text().await.unwrap())
     }
 
-    async fn json(&self, path: &str) -> Value {
+    pub(crate) async fn json(&self, path: &str) -> Value {
         let (status, body) = self.get(path).await;
         assert_eq!(status, 200, "{path}: {body}");
         serde_json::from_str(&body).unwrap()
     }
 
-    async fn post(&self, path: &str, form: &[(&str, &str)]) -> (u16, String) {
+    pub(crate) async fn post(&self, path: &str, form: &[(&str, &str)]) -> (u16, String) {
         let body = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(form)
             .finish();
@@ -1865,7 +1865,7 @@ impl<'a> GReader<'a> {
         (response.status().as_u16(), response.text().await.unwrap())
     }
 
-    async fn ids(&self, query: &str) -> (Vec<String>, Option<String>) {
+    pub(crate) async fn ids(&self, query: &str) -> (Vec<String>, Option<String>) {
         let body = self.json(&format!("stream/items/ids?{query}")).await;
         let ids = body["itemRefs"]
             .as_array()

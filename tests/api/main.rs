@@ -15,6 +15,7 @@ mod jobs;
 mod limits;
 mod nodes;
 mod ops;
+mod reader_apps;
 mod reconcile;
 mod slowclient;
 mod websocket;
