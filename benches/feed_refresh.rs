@@ -347,7 +347,8 @@ fn parse_trellis(corpus: &Corpus) -> f64 {
     for _ in 0..3 {
         let started = Instant::now();
         for (_, body, _) in corpus {
-            let parsed = trellis::feeds::parse::parse(body, &base).expect("bench feeds parse");
+            let parsed =
+                trellis::feeds::parse::parse(body, None, &base).expect("bench feeds parse");
             std::hint::black_box(parsed);
         }
         best = best.min(started.elapsed().as_secs_f64());

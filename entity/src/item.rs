@@ -16,7 +16,12 @@ pub struct Model {
     pub content: String,
     /// SHA-256 of title and content, to skip rewriting unchanged items.
     pub content_hash: String,
+    /// As the entry dates it (published, else updated); when it arrived if
+    /// it has no readable date (`undated`).
     pub pub_date: DateTimeUtc,
+    /// The entry had no date (or none that could be read): `pub_date` is
+    /// when it arrived.
+    pub undated: bool,
     pub unread: bool,
     pub starred: bool,
     pub created_at: DateTimeUtc,

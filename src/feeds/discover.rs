@@ -140,7 +140,14 @@ pub async fn discover(http: &HttpClient, url: &str) -> AppResult<Vec<Discovered>
             format!("could not fetch {url}: HTTP {}", fetched.status.as_u16()),
         ));
     }
-    if let Ok(feed) = parse::parse_blocking(fetched.body.clone(), fetched.url.clone()).await {
+    let content_type = fetched
+        .headers
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    if let Ok(feed) =
+        parse::parse_blocking(fetched.body.clone(), content_type, fetched.url.clone()).await
+    {
         return Ok(vec![Discovered {
             url: fetched.url.to_string(),
             title: feed.title,

@@ -238,8 +238,14 @@ impl Item {
     async fn raw_content(&self) -> &str {
         &self.0.content
     }
+    /// As the feed dates the entry; when it arrived if the feed gave no
+    /// date it could read (`undated`).
     async fn pub_date(&self) -> DateTime<Utc> {
         self.0.pub_date
+    }
+    /// The feed gave no readable date: `pubDate` is the arrival time.
+    async fn undated(&self) -> bool {
+        self.0.undated
     }
     async fn unread(&self) -> bool {
         self.0.unread

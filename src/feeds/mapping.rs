@@ -27,6 +27,8 @@ pub struct MappedItem {
     /// Raw (unsanitized) content; sanitizing happens when it is served.
     pub content: String,
     pub pub_date: DateTime<Utc>,
+    /// The entry had no readable date: `pub_date` is its arrival time.
+    pub undated: bool,
 }
 
 fn non_blank(value: &Option<String>) -> Option<&str> {
@@ -98,6 +100,7 @@ pub fn map_entry(entry: &RawEntry, feed_link: Option<&Url>, now: DateTime<Utc>) 
         title,
         content,
         pub_date,
+        undated: dated.is_none(),
     }
 }
 
@@ -216,7 +219,10 @@ mod tests {
             ..entry
         };
         assert_eq!(map_entry(&both, None, now()).pub_date, published);
-        assert_eq!(map_entry(&RawEntry::default(), None, now()).pub_date, now());
+        assert!(!map_entry(&both, None, now()).undated);
+        let undated = map_entry(&RawEntry::default(), None, now());
+        assert_eq!(undated.pub_date, now());
+        assert!(undated.undated, "an item dated by its arrival says so");
     }
 
     #[test]

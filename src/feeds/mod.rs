@@ -5,7 +5,9 @@
 //!   full-text queries per backend.
 //! - The pull worker: [`pullpolicy`] decides when (pure), [`scheduler`]
 //!   enqueues due pulls, [`pull`] fetches and records one feed through
-//!   [`crate::httpc`], [`parse`] and [`mapping`] turn bytes into items,
+//!   [`crate::httpc`], [`prepare`], [`parse`] and [`mapping`] turn bytes
+//!   into items ([`text`] makes titles plain text, [`dates`] reads
+//!   real-world dates),
 //!   [`store`] is its SQL, [`tasks`] the runner's task kinds.
 //! - [`retention`]: the optional hourly clean-up of old read items.
 //! - [`sanitize`]: item HTML as it is served; [`discover`] finds feeds a
@@ -15,6 +17,7 @@
 //!   Reader API), with [`reader_auth`] (their password) and
 //!   [`reader_form`] (their parameters).
 
+pub mod dates;
 pub mod discover;
 pub mod fever;
 pub mod graphql;
@@ -23,6 +26,7 @@ pub mod mapping;
 pub mod names;
 pub mod opml;
 pub mod parse;
+pub mod prepare;
 pub mod pull;
 pub mod pullpolicy;
 pub mod reader_auth;
@@ -34,6 +38,7 @@ pub mod search;
 pub mod service;
 pub mod store;
 pub mod tasks;
+pub mod text;
 
 /// Event: a feed was created, changed or deleted (wakes the schedulers).
 pub const FEED_CHANGED: &str = "feed.changed";

@@ -287,7 +287,13 @@ impl Puller {
                 parsed: None,
                 final_url: None,
             },
-            status if status.is_success() => match parse::parse_blocking(body, url.clone()).await {
+            status if status.is_success() => match parse::parse_blocking(
+                body,
+                header_str(&headers, header::CONTENT_TYPE).map(str::to_owned),
+                url.clone(),
+            )
+            .await
+            {
                 Ok(parsed) => Observation::Success {
                     status,
                     headers,

@@ -101,6 +101,7 @@ pub async fn upsert_items(
             content: Set(mapped.content.clone()),
             content_hash: Set(content_hash(mapped)),
             pub_date: Set(mapped.pub_date),
+            undated: Set(mapped.undated),
             unread: Set(true),
             starred: Set(false),
             created_at: Set(now),

@@ -10,6 +10,7 @@ mod feeds;
 mod feedserver;
 mod fuzz;
 mod graphql_http;
+mod ingest;
 mod input;
 mod jobs;
 mod limits;
