@@ -195,26 +195,25 @@ pub async fn record_success(
         .exec(txn)
         .await?;
     // Fill in what the user did not give: the site URL, and a real name
-    // where the feed was named after its URL.
+    // where the feed was named after its URL. Each is conditional in SQL:
+    // the user may have renamed the feed while it was being pulled.
     if let Some(parsed) = parsed {
-        let mut update = feed::Entity::update_many().filter(feed::Column::Id.eq(feed.id));
-        let mut changed = false;
-        if feed.site_url.is_none()
-            && let Some(site) = &parsed.site_url
-        {
-            update = update.col_expr(feed::Column::SiteUrl, Expr::value(site.clone()));
-            changed = true;
-        }
-        if feed.name == feed.link
-            && let Some(title) = &parsed.title
-        {
-            // Already cleaned to a name by the parser.
-            update = update.col_expr(feed::Column::Name, Expr::value(title.clone()));
-            changed = true;
-        }
-        if changed {
-            update
+        if let Some(site) = &parsed.site_url {
+            feed::Entity::update_many()
+                .col_expr(feed::Column::SiteUrl, Expr::value(site.clone()))
                 .col_expr(feed::Column::UpdatedAt, Expr::value(now))
+                .filter(feed::Column::Id.eq(feed.id))
+                .filter(feed::Column::SiteUrl.is_null())
+                .exec(txn)
+                .await?;
+        }
+        if let Some(title) = &parsed.title {
+            // Already cleaned to a name by the parser.
+            feed::Entity::update_many()
+                .col_expr(feed::Column::Name, Expr::value(title.clone()))
+                .col_expr(feed::Column::UpdatedAt, Expr::value(now))
+                .filter(feed::Column::Id.eq(feed.id))
+                .filter(Expr::col(feed::Column::Name).eq(Expr::col(feed::Column::Link)))
                 .exec(txn)
                 .await?;
         }
