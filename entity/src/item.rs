@@ -24,6 +24,9 @@ pub struct Model {
     pub undated: bool,
     pub unread: bool,
     pub starred: bool,
+    /// When Trellis first stored the item (set once): what the reader
+    /// apps' time bounds (`before`, `ts`, `ot`/`nt`) compare with.
+    pub arrived_at: DateTimeUtc,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
 }

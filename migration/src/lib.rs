@@ -19,6 +19,7 @@ mod m20261201_000007_partial_task_indexes;
 mod m20261201_000008_outbox_position;
 mod m20261201_000009_lean_task_indexes;
 mod m20261201_000010_task_event_snapshots;
+mod m20261202_000011_item_arrival;
 mod m20261202_000012_item_undated;
 
 pub struct Migrator;
@@ -37,6 +38,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000008_outbox_position::Migration),
             Box::new(m20261201_000009_lean_task_indexes::Migration),
             Box::new(m20261201_000010_task_event_snapshots::Migration),
+            Box::new(m20261202_000011_item_arrival::Migration),
             Box::new(m20261202_000012_item_undated::Migration),
         ]
     }

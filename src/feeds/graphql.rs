@@ -751,7 +751,8 @@ impl FeedsMutation {
     }
 
     /// Marks every unread item of one feed, one group, or (`all: true`)
-    /// everything read, optionally only those published up to `before`.
+    /// everything read, optionally only those that arrived (were stored by
+    /// Trellis) by `before` — what the client had seen then.
     /// Exactly one of `feedId`, `groupId`, `all` must be given.
     async fn mark_all_read(
         &self,

@@ -173,13 +173,17 @@ fn sign(auth: &AuthService, user: Uuid, password_hash: &str) -> String {
     format!("{}/{tag}", user.simple())
 }
 
-/// The user whose `GoogleLogin auth=` token this request carries.
-async fn authenticate(state: &AppState, headers: &HeaderMap) -> AppResult<Uuid> {
-    let token = headers
+/// The `GoogleLogin auth=` token of a request's `Authorization` header.
+fn header_token(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.trim().strip_prefix("GoogleLogin auth="))
-        .ok_or(AppError::Unauthenticated("GoogleLogin auth token required"))?;
+}
+
+/// The user a token (from `ClientLogin`) belongs to.
+async fn authenticate(state: &AppState, token: Option<&str>) -> AppResult<Uuid> {
+    let token = token.ok_or(AppError::Unauthenticated("GoogleLogin auth token required"))?;
     let (user, tag) = token
         .split_once('/')
         .ok_or(AppError::Unauthenticated("invalid token"))?;
@@ -203,11 +207,19 @@ async fn authenticate(state: &AppState, headers: &HeaderMap) -> AppResult<Uuid> 
     Ok(user)
 }
 
-/// An authenticated Reader API request: the user, the feed service and the
-/// query and form parameters. A request without a valid token is answered
-/// 401 before any handler runs (clients then show their login screen).
+/// An authenticated Reader API request: the user, the token it came with,
+/// the feed service and the query and form parameters. A request without a
+/// valid token is answered 401 before any handler runs (clients then show
+/// their login screen).
+///
+/// The token comes from the `Authorization: GoogleLogin auth=` header or,
+/// on a POST without that header, from the form body's `T` (Miniflux's
+/// only POST authentication, which some apps rely on): `T` is what
+/// `/token` hands out, the same secret as the header's. It is never read
+/// from a query string, which ends up in access logs.
 struct ReaderRequest {
     user: Uuid,
+    token: String,
     feeds: FeedsService,
     params: Params,
 }
@@ -216,13 +228,22 @@ impl FromRequest<AppState> for ReaderRequest {
     type Rejection = Response;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, Response> {
-        let user = authenticate(state, request.headers())
+        let from_header = header_token(request.headers()).map(str::to_owned);
+        let is_post = request.method() == axum::http::Method::POST;
+        let params = Params::from_request(request, state).await?;
+        let token = match from_header {
+            Some(token) => Some(token),
+            None if is_post => params.from_body("T").map(str::to_owned),
+            None => None,
+        };
+        let user = authenticate(state, token.as_deref())
             .await
             .map_err(failure)?;
         Ok(ReaderRequest {
             user,
+            token: token.unwrap_or_default(),
             feeds: state.services.feeds.clone(),
-            params: Params::from_request(request, state).await?,
+            params,
         })
     }
 }
@@ -230,7 +251,14 @@ impl FromRequest<AppState> for ReaderRequest {
 /// Errors as the status codes these clients understand.
 fn failure(error: AppError) -> Response {
     match error {
-        AppError::Unauthenticated(_) => (StatusCode::UNAUTHORIZED, "Unauthorized").into_response(),
+        // The header tells apps (NetNewsWire, Reeder…) to log in again
+        // rather than retry the same token.
+        AppError::Unauthenticated(_) => (
+            StatusCode::UNAUTHORIZED,
+            [("x-reader-google-bad-token", "true")],
+            "Unauthorized",
+        )
+            .into_response(),
         other => other.into_response(),
     }
 }
@@ -313,10 +341,11 @@ async fn client_login(
     }
 }
 
-async fn token(ReaderRequest { user, .. }: ReaderRequest) -> String {
-    // Requests are authenticated by header, not cookie, so the edit token
-    // guards nothing; clients still ask for one.
-    user.simple().to_string()
+/// The edit token apps send back as `T`: the auth token itself (as
+/// Miniflux does), so a POST authenticated by `T` alone is as strong as one
+/// with the header.
+async fn token(ReaderRequest { token, .. }: ReaderRequest) -> String {
+    token
 }
 
 async fn user_info(ReaderRequest { user, feeds, .. }: ReaderRequest) -> Reply {
@@ -431,11 +460,14 @@ fn stream_items(
             };
         }
     }
+    // `ot`/`nt` bound when items arrived ("crawled", in Google's words),
+    // so an incremental sync from the last one gets every item pulled
+    // since, whatever its publication date.
     if let Some(since) = params.number("ot").and_then(unix_time) {
-        select = select.filter(item::Column::PubDate.gte(since));
+        select = select.filter(item::Column::ArrivedAt.gte(since));
     }
     if let Some(until) = params.number("nt").and_then(unix_time) {
-        select = select.filter(item::Column::PubDate.lt(until));
+        select = select.filter(item::Column::ArrivedAt.lt(until));
     }
     Ok(if params.one("r") == Some("o") {
         select
@@ -494,6 +526,7 @@ async fn item_ids(
         user,
         feeds,
         params,
+        ..
     }: ReaderRequest,
 ) -> Reply {
     let stream = params.one("s").unwrap_or(READING_LIST).to_owned();
@@ -518,6 +551,7 @@ async fn items_contents(
         user,
         feeds,
         params,
+        ..
     }: ReaderRequest,
 ) -> Reply {
     let ids = item_ids_of(&params, MAX_CONTENTS as usize);
@@ -550,6 +584,7 @@ async fn serve_stream_contents(
         user,
         feeds,
         params,
+        ..
     }: ReaderRequest,
 ) -> Reply {
     let select = stream_items(&feeds, user, &params, &stream)?;
@@ -590,7 +625,7 @@ async fn contents(
                 .and_then(|link| url::Url::parse(link).ok());
             json!({
                 "id": long_item_id(item.id),
-                "crawlTimeMsec": item.created_at.timestamp_millis().to_string(),
+                "crawlTimeMsec": item.arrived_at.timestamp_millis().to_string(),
                 "timestampUsec": item.pub_date.timestamp_micros().to_string(),
                 "published": item.pub_date.timestamp(),
                 "updated": item.updated_at.timestamp(),
@@ -618,6 +653,7 @@ async fn edit_tag(
         user,
         feeds,
         params,
+        ..
     }: ReaderRequest,
 ) -> Reply {
     let ids = item_ids_of(&params, MAX_EDIT);
@@ -652,6 +688,7 @@ async fn mark_all_as_read(
         user,
         feeds,
         params,
+        ..
     }: ReaderRequest,
 ) -> Reply {
     let stream = params
@@ -711,92 +748,140 @@ async fn group_for_label(feeds: &FeedsService, user: Uuid, label: &str) -> AppRe
     }
 }
 
-/// `s=feed/<url>` when subscribing, `s=feed/<id>` otherwise.
-fn feed_ref(params: &Params) -> AppResult<&str> {
-    params
-        .one("s")
-        .and_then(|s| s.strip_prefix("feed/"))
-        .ok_or_else(|| AppError::bad_input("s", "give s=feed/…"))
+/// Every `s=feed/…` of a request: `feed/<url>` when subscribing,
+/// `feed/<id>` otherwise. Apps send several to unsubscribe or move many
+/// feeds at once.
+fn feed_refs(params: &Params) -> AppResult<Vec<&str>> {
+    let refs: Vec<&str> = params
+        .all("s")
+        .into_iter()
+        .filter_map(|s| s.strip_prefix("feed/"))
+        .collect();
+    if refs.is_empty() {
+        return Err(AppError::bad_input("s", "give s=feed/…"));
+    }
+    Ok(refs)
 }
 
+fn feed_id(target: &str) -> AppResult<i64> {
+    target
+        .parse()
+        .map_err(|_| AppError::bad_input("s", "not a feed id"))
+}
+
+/// `subscription/edit`: `ac=subscribe|unsubscribe|edit` for every `s`, the
+/// n-th `t` naming the n-th feed; `a=<label>` moves into a folder (created
+/// when missing), `r=<label>` alone back to the default one. Subscribing to
+/// a feed already followed is no error (the peers answer OK too).
 async fn subscription_edit(
     ReaderRequest {
         user,
         feeds,
         params,
+        ..
     }: ReaderRequest,
 ) -> Reply {
-    let target = feed_ref(&params)?.to_owned();
+    let targets = feed_refs(&params)?;
+    let titles = params.all("t");
+    let title = |n: usize| titles.get(n).map(|t| (*t).to_owned());
+    let group_id = match params.one("a") {
+        Some(label) => Some(group_for_label(&feeds, user, label).await?),
+        None if params.one("r").is_some() => Some(feeds.default_group(user).await?.id),
+        None => None,
+    };
     match params.one("ac").unwrap_or("edit") {
         "subscribe" => {
-            let group_id = match params.one("a") {
-                Some(label) => Some(group_for_label(&feeds, user, label).await?),
-                None => None,
-            };
-            feeds
-                .create_feeds(
-                    user,
-                    vec![NewFeed {
-                        link: target,
-                        name: params.one("t").map(str::to_owned),
-                        group_id,
-                        ..Default::default()
-                    }],
-                )
-                .await?;
+            for (n, target) in targets.into_iter().enumerate() {
+                let new = NewFeed {
+                    link: target.to_owned(),
+                    name: title(n),
+                    group_id,
+                    ..Default::default()
+                };
+                match feeds.create_feeds(user, vec![new]).await {
+                    Ok(_) | Err(AppError::Conflict(_)) => {}
+                    Err(error) => return Err(error.into()),
+                }
+            }
         }
         "unsubscribe" => {
-            let id = target
-                .parse()
-                .map_err(|_| AppError::bad_input("s", "not a feed id"))?;
-            feeds.delete_feed(user, id).await?;
+            for target in targets {
+                feeds.delete_feed(user, feed_id(target)?).await?;
+            }
         }
         _ => {
-            let id = target
-                .parse()
-                .map_err(|_| AppError::bad_input("s", "not a feed id"))?;
-            let mut patch = FeedPatch {
-                name: params.one("t").map(str::to_owned),
-                ..Default::default()
-            };
-            if let Some(label) = params.one("a") {
-                patch.group_id = Some(group_for_label(&feeds, user, label).await?);
-            } else if params.one("r").is_some() {
-                patch.group_id = Some(feeds.default_group(user).await?.id);
+            for (n, target) in targets.into_iter().enumerate() {
+                let patch = FeedPatch {
+                    name: title(n),
+                    group_id,
+                    ..Default::default()
+                };
+                feeds.update_feed(user, feed_id(target)?, patch).await?;
             }
-            feeds.update_feed(user, id, patch).await?;
         }
     }
     ok()
 }
 
+/// `subscription/quickadd`: a feed URL, or a site page whose linked feed
+/// is found (as `discoverFeeds` finds it) and followed. A feed already
+/// followed answers `numResults: 0`, as the peers do.
 async fn quickadd(
+    State(state): State<AppState>,
     ReaderRequest {
         user,
         feeds,
         params,
+        ..
     }: ReaderRequest,
 ) -> Reply {
-    let link = params
+    let query = params
         .one("quickadd")
-        .map(|link| link.strip_prefix("feed/").unwrap_or(link).to_owned())
+        .map(|link| link.strip_prefix("feed/").unwrap_or(link).trim().to_owned())
         .ok_or_else(|| AppError::bad_input("quickadd", "give quickadd=<feed URL>"))?;
-    let created = feeds
-        .create_feeds(
-            user,
-            vec![NewFeed {
-                link: link.clone(),
-                ..Default::default()
-            }],
-        )
-        .await?;
+    let found = match super::discover::discover(&state.services.http, &query).await {
+        Ok(found) => found,
+        // Unreachable or not a page: in the protocol's words, not a 400.
+        Err(AppError::BadUserInput { message, .. }) => {
+            return Ok(
+                Json(json!({ "numResults": 0, "query": query, "error": message })).into_response(),
+            );
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let link = match found.first() {
+        // The URL itself is a feed: follow it as given, not where it redirected.
+        Some(feed) if feed.kind == "feed" => query.clone(),
+        Some(feed) => feed.url.clone(),
+        None => {
+            return Ok(Json(json!({
+                "numResults": 0,
+                "query": query,
+                "error": "no feed found there",
+            }))
+            .into_response());
+        }
+    };
+    let new = NewFeed {
+        link,
+        ..Default::default()
+    };
+    let created = match feeds.create_feeds(user, vec![new]).await {
+        Ok(created) => created,
+        Err(AppError::Conflict(message)) => {
+            return Ok(
+                Json(json!({ "numResults": 0, "query": query, "error": message })).into_response(),
+            );
+        }
+        Err(error) => return Err(error.into()),
+    };
     let (id, name) = created
         .first()
         .map(|feed| (feed.id, feed.name.clone()))
         .unwrap_or_default();
     Ok(Json(json!({
         "numResults": 1,
-        "query": link,
+        "query": query,
         "streamId": format!("feed/{id}"),
         "streamName": name,
     }))
@@ -809,6 +894,7 @@ async fn rename_tag(
         user,
         feeds,
         params,
+        ..
     }: ReaderRequest,
 ) -> Reply {
     let (Some(Stream::Label(old)), Some(Stream::Label(new))) = (
@@ -823,20 +909,31 @@ async fn rename_tag(
     ok()
 }
 
-/// `disable-tag`: `s=user/-/label/<name>` deletes a group; its feeds move to
-/// the default group.
+/// `disable-tag`: each `s=user/-/label/<name>` deletes a group; its feeds
+/// move to the default group.
 async fn disable_tag(
     ReaderRequest {
         user,
         feeds,
         params,
+        ..
     }: ReaderRequest,
 ) -> Reply {
-    let Some(Stream::Label(name)) = params.one("s").and_then(parse_stream) else {
+    let labels: Vec<String> = params
+        .all("s")
+        .into_iter()
+        .filter_map(|s| match parse_stream(s) {
+            Some(Stream::Label(name)) => Some(name),
+            _ => None,
+        })
+        .collect();
+    if labels.is_empty() {
         return Err(AppError::bad_input("s", "give s=user/-/label/<name>").into());
-    };
-    if let Some(group) = group_named(&feeds, user, &name).await? {
-        feeds.delete_group(user, group).await?;
+    }
+    for name in labels {
+        if let Some(group) = group_named(&feeds, user, &name).await? {
+            feeds.delete_group(user, group).await?;
+        }
     }
     ok()
 }

@@ -567,8 +567,10 @@ impl FeedsService {
             .rows_affected)
     }
 
-    /// Marks every unread item of a feed, a group or all feeds read, up to
-    /// `before` (by publication date) — one statement, server-side.
+    /// Marks every unread item of a feed, a group or all feeds read that
+    /// arrived (was stored by Trellis) by `before` — one statement,
+    /// server-side. Arrival, not publication: an item published earlier
+    /// but pulled later was never seen by whoever asks, and stays unread.
     pub async fn mark_all_read(
         &self,
         user: Uuid,
@@ -593,7 +595,7 @@ impl FeedsService {
             ReadScope::All => {}
         }
         if let Some(before) = before {
-            update = update.filter(item::Column::PubDate.lte(before));
+            update = update.filter(item::Column::ArrivedAt.lte(before));
         }
         Ok(update.exec(&self.db).await?.rows_affected)
     }

@@ -104,6 +104,8 @@ pub async fn upsert_items(
             undated: Set(mapped.undated),
             unread: Set(true),
             starred: Set(false),
+            // Never in the update list below: an item arrives once.
+            arrived_at: Set(now),
             created_at: Set(now),
             updated_at: Set(now),
             ..Default::default()

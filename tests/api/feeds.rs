@@ -930,14 +930,20 @@ async fn groups_read_state_and_stars(backend: Backend) {
         )
         .await;
     assert_eq!(n["markItemsUnread"], 1);
-    let n = ada
-        .data(
-            "mutation($g: ID!) { markAllRead(groupId: $g, before: \"2026-11-02T12:00:00Z\") }",
-            json!({ "g": tech["id"] }),
+    // `before` bounds arrival, not publication: items published 1–3 Nov
+    // that arrived just now are all after 2 Nov, and all before a moment
+    // from now.
+    let mark_group = |before: String| {
+        ada.data(
+            "mutation($g: ID!, $b: DateTime!) { markAllRead(groupId: $g, before: $b) }",
+            json!({ "g": tech["id"], "b": before }),
         )
-        .await;
-    assert_eq!(n["markAllRead"], 2, "items of 1 and 2 Nov, not 3 Nov");
-    assert_eq!(ada.items(json!({ "unread": true })).await.len(), 2);
+    };
+    let n = mark_group("2026-11-02T12:00:00Z".into()).await;
+    assert_eq!(n["markAllRead"], 0, "published before, arrived after");
+    let n = mark_group((Utc::now() + chrono::Duration::seconds(1)).to_rfc3339()).await;
+    assert_eq!(n["markAllRead"], 3, "everything that had arrived");
+    assert_eq!(ada.items(json!({ "unread": true })).await.len(), 1);
     let too_many: Vec<String> = (1..=1001).map(|i| i.to_string()).collect();
     let refused = ada
         .raw(
@@ -1705,7 +1711,8 @@ async fn fever_api_serves_and_marks_the_users_items(backend: Backend) {
     )
     .await;
     assert_eq!(saved["saved_item_ids"], first.as_str());
-    let now = Utc::now().timestamp().to_string();
+    // The protocol's whole seconds, rounded up: every item had arrived.
+    let now = (Utc::now().timestamp() + 1).to_string();
     let caught_up = fever(
         &app,
         "unread_item_ids",

@@ -21,6 +21,10 @@ on_both_backends!(
     fever_max_id_zero_starts_from_the_newest,
     fever_mark_answers_carry_the_changed_list,
     timestamps_are_read_by_magnitude_and_fever_needs_before,
+    time_bounds_use_arrival_not_publication,
+    a_bad_token_says_so_and_t_alone_authenticates_a_post,
+    several_streams_in_one_edit_apply_to_every_feed,
+    quickadd_discovers_the_feed_of_a_site_page,
 );
 
 const READING_LIST: &str = "user/-/state/com.google/reading-list";
@@ -241,7 +245,8 @@ async fn fever_mark_answers_carry_the_changed_list(backend: Backend) {
     let unsaved = fever_mark(&app, "item", "unsaved", &one, None).await;
     assert_eq!(unsaved["saved_item_ids"], "");
 
-    let now = Utc::now().timestamp().to_string();
+    // The protocol's whole seconds, rounded up: every item had arrived.
+    let now = (Utc::now().timestamp() + 1).to_string();
     let caught_up = fever_mark(&app, "feed", "read", &feed, Some(&now)).await;
     assert_eq!(caught_up["unread_item_ids"], "");
     assert!(
@@ -276,7 +281,7 @@ async fn timestamps_are_read_by_magnitude_and_fever_needs_before(backend: Backen
 
     // `ts` in milliseconds and in seconds mean the same instant as in µs.
     let now = Utc::now();
-    let millis = now.timestamp_millis().to_string();
+    let millis = (now.timestamp_millis() + 1).to_string();
     assert_eq!(
         gr.post(
             "mark-all-as-read",
@@ -319,4 +324,347 @@ async fn fever_mark(
     ];
     form.extend(before.map(|before| ("before", before)));
     fever(app, "", &form).await
+}
+
+/// Item 2: an item published 20 minutes before an app's last sync but
+/// pulled after it was never received by the app: `before`, `ts`, `ot`
+/// and `markAllRead(before:)` leave it alone.
+async fn time_bounds_use_arrival_not_publication(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let (ada, gr) = ada(&app).await;
+    let published = Utc::now() - Duration::days(1);
+    let feed = ada
+        .pull_new(
+            &server,
+            "/late.xml",
+            Route::rss(feed_of("Late", "old", 2, published)),
+        )
+        .await;
+    let old = graphql_ids(&ada, json!({})).await;
+    // The app's last sync, in the protocols' whole seconds: the next
+    // second after the first pull. Waiting for the clock to pass it is
+    // what makes "after the sync" mean something at that resolution.
+    let synced = Utc::now().timestamp() + 1;
+    while Utc::now().timestamp() <= synced {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let claimed = DateTime::from_timestamp(synced - 20 * 60, 0).unwrap();
+    let late_entry = format!(
+        "<item><guid>late</guid><title>Late</title><link>https://publisher.example/late</link>\
+         <description>late</description><pubDate>{}</pubDate></item></channel>",
+        claimed.to_rfc2822()
+    );
+    server.set(
+        "/late.xml",
+        Route::rss(feed_of("Late", "old", 2, published).replace("</channel>", &late_entry)),
+    );
+    assert_eq!(ada.refresh(&feed).await["status"], "SUCCEEDED");
+    let all = graphql_ids(&ada, json!({})).await;
+    let late: HashSet<i64> = all.difference(&old).copied().collect();
+    assert_eq!(late.len(), 1);
+    let late_id = *late.iter().next().unwrap();
+    let late_item = ada
+        .items(json!({ "feedId": feed }))
+        .await
+        .into_iter()
+        .find(|item| item["id"].as_str().and_then(|id| id.parse().ok()) == Some(late_id))
+        .unwrap();
+    assert_eq!(
+        time(&late_item["pubDate"]).timestamp(),
+        synced - 20 * 60,
+        "published before the sync"
+    );
+
+    // NetNewsWire's incremental sync: ids that arrived since the last one.
+    let (since, _) = gr.ids(&format!("s={READING_LIST}&ot={synced}&n=100")).await;
+    assert_eq!(since, [late_id.to_string()]);
+    let (until, _) = gr.ids(&format!("s={READING_LIST}&nt={synced}&n=100")).await;
+    let until: HashSet<i64> = until.iter().map(|id| id.parse().unwrap()).collect();
+    assert_eq!(until, old);
+
+    // Fever: mark the feed read up to the last `items` call.
+    let before = synced.to_string();
+    let marked = fever_mark(&app, "feed", "read", &feed, Some(&before)).await;
+    assert_eq!(id_set(&marked["unread_item_ids"]), late);
+    assert_eq!(graphql_ids(&ada, json!({ "unread": true })).await, late);
+
+    // Google Reader: mark-all-as-read up to `ts` (µs), after making the
+    // old items unread again.
+    let unread_again = ada
+        .data(
+            "mutation($ids: [ID!]!) { markItemsUnread(ids: $ids) }",
+            json!({ "ids": old.iter().map(i64::to_string).collect::<Vec<_>>() }),
+        )
+        .await;
+    assert_eq!(unread_again["markItemsUnread"], 2);
+    let ts = (synced * 1_000_000).to_string();
+    assert_eq!(
+        gr.post(
+            "mark-all-as-read",
+            &[("s", &format!("feed/{feed}")), ("ts", &ts)]
+        )
+        .await,
+        (200, "OK".to_owned())
+    );
+    assert_eq!(graphql_ids(&ada, json!({ "unread": true })).await, late);
+
+    // GraphQL's markAllRead(before:) likewise.
+    ada.data(
+        "mutation($ids: [ID!]!) { markItemsUnread(ids: $ids) }",
+        json!({ "ids": old.iter().map(i64::to_string).collect::<Vec<_>>() }),
+    )
+    .await;
+    let marked = ada
+        .data(
+            "mutation($f: ID!, $b: DateTime!) { markAllRead(feedId: $f, before: $b) }",
+            json!({ "f": feed, "b": DateTime::from_timestamp(synced, 0).unwrap().to_rfc3339() }),
+        )
+        .await;
+    assert_eq!(marked["markAllRead"], 2);
+    assert_eq!(graphql_ids(&ada, json!({ "unread": true })).await, late);
+}
+
+fn time(value: &Value) -> DateTime<Utc> {
+    value.as_str().unwrap().parse().unwrap()
+}
+
+/// Item 8: a 401 tells the app its token is bad (so it logs in again), and
+/// a POST carrying only `T=` (Miniflux's POST authentication) works.
+async fn a_bad_token_says_so_and_t_alone_authenticates_a_post(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let (ada, gr) = ada(&app).await;
+    ada.pull_new(
+        &server,
+        "/t.xml",
+        Route::rss(feed_of("Token", "t", 2, Utc::now())),
+    )
+    .await;
+    let url = |path: &str| app.url(&format!("/reader/api/0/{path}"));
+    let bad_token = |response: &reqwest::Response| {
+        response
+            .headers()
+            .get("x-reader-google-bad-token")
+            .map(|value| value.to_str().unwrap().to_owned())
+    };
+    let anonymous = app
+        .client
+        .get(url("subscription/list?output=json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+    assert_eq!(bad_token(&anonymous).as_deref(), Some("true"));
+    let stale = app
+        .client
+        .get(url("unread-count?output=json"))
+        .header("authorization", "GoogleLogin auth=ada/0123456789abcdef")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stale.status(), 401);
+    assert_eq!(bad_token(&stale).as_deref(), Some("true"));
+
+    let (status, edit_token) = gr.get("token").await;
+    assert_eq!(status, 200);
+    let edit_token = edit_token.trim().to_owned();
+    let (ids, _) = gr.ids(&format!("s={READING_LIST}")).await;
+    let post_with = |token: String, item: String| {
+        let form = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs([("T", token.as_str()), ("i", item.as_str()), ("a", STARRED)])
+            .finish();
+        app.client
+            .post(url("edit-tag"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form)
+            .send()
+    };
+    let by_t = post_with(edit_token.clone(), ids[0].clone()).await.unwrap();
+    assert_eq!(by_t.status(), 200);
+    assert_eq!(by_t.text().await.unwrap(), "OK");
+    assert_eq!(
+        graphql_ids(&ada, json!({ "starred": true })).await,
+        HashSet::from([ids[0].parse().unwrap()])
+    );
+    // A guessable T (the user id alone) and a forged one are refused.
+    let user_part = gr.auth.split('/').next().unwrap().to_owned();
+    for forged in [user_part.clone(), format!("{user_part}/{}", "0".repeat(64))] {
+        let refused = post_with(forged, ids[1].clone()).await.unwrap();
+        assert_eq!(refused.status(), 401);
+        assert_eq!(bad_token(&refused).as_deref(), Some("true"));
+    }
+    // T is read from a POST body only, never from a URL.
+    let in_query = app
+        .client
+        .get(url(&format!("subscription/list?T={edit_token}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(in_query.status(), 401);
+    assert_eq!(
+        graphql_ids(&ada, json!({ "starred": true })).await.len(),
+        1,
+        "nothing changed by a refused request"
+    );
+}
+
+/// The user's groups as `name → feed ids`.
+async fn groups_of(reader: &Reader<'_>) -> std::collections::HashMap<String, HashSet<String>> {
+    reader
+        .data("{ groups { name feeds { id } } }", json!({}))
+        .await["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|group| {
+            let feeds = group["feeds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|feed| feed["id"].as_str().unwrap().to_owned())
+                .collect();
+            (group["name"].as_str().unwrap().to_owned(), feeds)
+        })
+        .collect()
+}
+
+/// Item 7: NetNewsWire and Read You send several `s=` in one
+/// `subscription/edit` (and `disable-tag`); each applies to every one.
+async fn several_streams_in_one_edit_apply_to_every_feed(backend: Backend) {
+    let app = app(backend).await;
+    let (ada, gr) = ada(&app).await;
+    let mut feeds = Vec::new();
+    for name in ["one", "two", "three"] {
+        feeds.push(
+            ada.follow(&format!("https://{name}.example/feed.xml"))
+                .await,
+        );
+    }
+    let streams: Vec<String> = feeds.iter().map(|id| format!("feed/{id}")).collect();
+    assert_eq!(
+        gr.post(
+            "subscription/edit",
+            &[
+                ("ac", "edit"),
+                ("s", &streams[0]),
+                ("s", &streams[1]),
+                ("a", "user/-/label/Moved"),
+            ],
+        )
+        .await,
+        (200, "OK".to_owned())
+    );
+    let groups = groups_of(&ada).await;
+    assert_eq!(
+        groups["Moved"],
+        HashSet::from([feeds[0].clone(), feeds[1].clone()])
+    );
+    assert_eq!(groups["Default"], HashSet::from([feeds[2].clone()]));
+
+    // Subscribing to what is already followed is no error.
+    assert_eq!(
+        gr.post(
+            "subscription/edit",
+            &[
+                ("ac", "subscribe"),
+                ("s", "feed/https://three.example/feed.xml")
+            ],
+        )
+        .await,
+        (200, "OK".to_owned())
+    );
+
+    assert_eq!(
+        gr.post(
+            "subscription/edit",
+            &[
+                ("ac", "unsubscribe"),
+                ("s", &streams[0]),
+                ("s", &streams[2])
+            ],
+        )
+        .await,
+        (200, "OK".to_owned())
+    );
+    let left: Vec<String> = ada.data("{ feeds { id } }", json!({})).await["feeds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|feed| feed["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(left, [feeds[1].clone()]);
+
+    ada.data(
+        "mutation { createGroup(name: \"Other\") { id } }",
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        gr.post(
+            "disable-tag",
+            &[("s", "user/-/label/Moved"), ("s", "user/-/label/Other")],
+        )
+        .await,
+        (200, "OK".to_owned())
+    );
+    let groups = groups_of(&ada).await;
+    assert_eq!(groups.keys().collect::<Vec<_>>(), ["Default"]);
+    assert_eq!(groups["Default"], HashSet::from([feeds[1].clone()]));
+}
+
+/// Item 6: `quickadd` with a site's page follows the feed the page links
+/// to; adding a feed already followed answers `numResults: 0`.
+async fn quickadd_discovers_the_feed_of_a_site_page(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let (ada, gr) = ada(&app).await;
+    server.set(
+        "/blog/",
+        Route::ok(
+            "text/html; charset=utf-8",
+            r#"<!doctype html><html><head><title>Blog</title>
+            <link rel="alternate" type="application/rss+xml" title="Posts" href="/blog/feed.xml">
+            </head><body><p>Hello</p></body></html>"#,
+        ),
+    );
+    server.set(
+        "/blog/feed.xml",
+        Route::rss(feed_of("Blog posts", "b", 1, Utc::now())),
+    );
+    let quickadd = |query: String| {
+        let gr = &gr;
+        async move {
+            let (status, body) = gr
+                .post("subscription/quickadd", &[("quickadd", &query)])
+                .await;
+            assert_eq!(status, 200, "{body}");
+            serde_json::from_str::<Value>(&body).unwrap()
+        }
+    };
+    let added = quickadd(server.url("/blog/")).await;
+    assert_eq!(added["numResults"], 1, "{added}");
+    assert_eq!(added["query"], server.url("/blog/"));
+    let feeds = ada.data("{ feeds { id link } }", json!({})).await["feeds"].clone();
+    assert_eq!(feeds.as_array().unwrap().len(), 1);
+    assert_eq!(feeds[0]["link"], server.url("/blog/feed.xml"));
+    assert_eq!(
+        added["streamId"],
+        format!("feed/{}", feeds[0]["id"].as_str().unwrap())
+    );
+
+    for again in [server.url("/blog/"), server.url("/blog/feed.xml")] {
+        let answer = quickadd(again).await;
+        assert_eq!(answer["numResults"], 0, "{answer}");
+        assert!(answer.get("streamId").is_none(), "{answer}");
+    }
+    let nothing_there = quickadd(server.url("/missing")).await;
+    assert_eq!(nothing_there["numResults"], 0, "{nothing_there}");
+    assert_eq!(
+        ada.data("{ feeds { id } }", json!({})).await["feeds"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 }
