@@ -20,6 +20,7 @@ fn main() -> ExitCode {
 /// from the heap and stays resident. A fixed threshold keeps blocks of
 /// 1 MiB and more in their own mappings, returned to the OS when freed
 /// (docs/benchmarks.md: idle RSS). Called before any other thread exists.
+#[allow(unsafe_code)]
 fn return_large_buffers_to_the_os() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only tunes the allocator; it runs before the runtime
