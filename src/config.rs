@@ -620,13 +620,14 @@ impl Config {
         }
     }
 
-    /// The outbound HTTP client's settings.
+    /// The outbound HTTP settings of user-supplied URLs (feed pulls,
+    /// discovery): the SSRF guard with the instance's exceptions.
     pub fn http_settings(&self) -> crate::httpc::HttpSettings {
         crate::httpc::HttpSettings {
-            policy: crate::httpc::guard::AddressPolicy {
+            destination: crate::httpc::Destination::Guarded(crate::httpc::guard::AddressPolicy {
                 allow_private: self.allow_private_feeds,
                 allowed_networks: self.allow_private_networks.clone(),
-            },
+            }),
             timeout: Duration::from_secs(self.pull_timeout),
             max_body_bytes: self.fetch_max_bytes,
             ..Default::default()

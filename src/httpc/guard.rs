@@ -22,12 +22,87 @@ pub enum Refusal {
         address: IpAddr,
         class: &'static str,
     },
+    #[error("only {configured}, as configured, may be reached here, not {url}")]
+    NotConfigured { url: String, configured: String },
     #[error("{host} resolves only to addresses that may not be fetched ({address} is {class})")]
     Resolved {
         host: String,
         address: IpAddr,
         class: &'static str,
     },
+}
+
+/// Where one caller's requests may go: each caller of the client (feed
+/// pulls, discovery, the docs platforms, the gateway's providers) has its
+/// own.
+#[derive(Debug, Clone)]
+pub enum Destination {
+    /// URLs users supply (feeds, discovery, favicons): any public address,
+    /// plus the instance's exceptions (`TRELLIS_ALLOW_PRIVATE_FEEDS`,
+    /// `TRELLIS_ALLOW_PRIVATE_NETWORKS`).
+    Guarded(AddressPolicy),
+    /// The one origin (scheme, host, port) an admin configured — a docs
+    /// platform's API, the Kavita server, AniList — reachable exactly as
+    /// configured, on loopback or a private network too, and nothing else:
+    /// another URL, or a redirect off it, is refused. Allowing a LAN Kavita
+    /// server never opens feed pulls to private addresses.
+    Configured(url::Origin),
+}
+
+impl Default for Destination {
+    fn default() -> Self {
+        Destination::Guarded(AddressPolicy::default())
+    }
+}
+
+impl Destination {
+    /// The configured endpoint's origin, from its base URL.
+    pub fn configured(base: &Url) -> Result<Destination, Refusal> {
+        match base.scheme() {
+            "http" | "https" => {}
+            other => return Err(Refusal::Scheme(other.to_owned())),
+        }
+        if base.host().is_none() {
+            return Err(Refusal::NoHost);
+        }
+        Ok(Destination::Configured(base.origin()))
+    }
+
+    /// Checks what can be checked from the URL alone (before the request
+    /// and on every redirect).
+    pub fn check_url(&self, url: &Url) -> Result<(), Refusal> {
+        match self {
+            Destination::Guarded(policy) => check_url(url, policy),
+            Destination::Configured(origin) => {
+                if url.origin() == *origin {
+                    Ok(())
+                } else {
+                    Err(Refusal::NotConfigured {
+                        url: url.origin().ascii_serialization(),
+                        configured: origin.ascii_serialization(),
+                    })
+                }
+            }
+        }
+    }
+
+    /// Whether a resolved address of `host` may be connected to.
+    pub fn check_address(&self, host: &str, address: IpAddr) -> Result<(), Refusal> {
+        match self {
+            Destination::Guarded(policy) => check_address(address, policy),
+            // Only the configured host is ever asked for (its URLs are
+            // checked first); its addresses are the admin's choice.
+            Destination::Configured(url::Origin::Tuple(_, Host::Domain(configured), _))
+                if configured.eq_ignore_ascii_case(host) =>
+            {
+                Ok(())
+            }
+            Destination::Configured(origin) => Err(Refusal::NotConfigured {
+                url: host.to_owned(),
+                configured: origin.ascii_serialization(),
+            }),
+        }
+    }
 }
 
 /// Which non-public addresses may be reached anyway.
@@ -256,6 +331,53 @@ mod tests {
         let allowed = |url: &str| check_url(&Url::parse(url).unwrap(), &open);
         assert!(allowed("http://127.0.0.1:8080/").is_ok());
         assert!(allowed("ftp://127.0.0.1/").is_err());
+    }
+
+    #[test]
+    fn a_configured_endpoint_is_reachable_exactly_as_configured() {
+        let kavita =
+            Destination::configured(&Url::parse("http://192.168.1.20:5000/").unwrap()).unwrap();
+        let check = |url: &str| kavita.check_url(&Url::parse(url).unwrap());
+        // Its own origin, private as it is, with any path and query.
+        assert!(check("http://192.168.1.20:5000/api/Plugin/authenticate?apiKey=k").is_ok());
+        // Not another port, scheme or host, not a neighbour, not the internet.
+        for other in [
+            "http://192.168.1.20:5001/api",
+            "https://192.168.1.20:5000/api",
+            "http://192.168.1.21:5000/api",
+            "http://127.0.0.1:5000/",
+            "https://example.com/",
+        ] {
+            assert!(
+                matches!(check(other), Err(Refusal::NotConfigured { .. })),
+                "{other}"
+            );
+        }
+        // A named host: its addresses are the admin's choice, other names are refused.
+        let named = Destination::configured(&Url::parse("https://kavita.lan/").unwrap()).unwrap();
+        assert!(
+            named
+                .check_address("kavita.lan", "10.0.0.5".parse().unwrap())
+                .is_ok()
+        );
+        assert!(
+            named
+                .check_address("KAVITA.lan", "127.0.0.1".parse().unwrap())
+                .is_ok()
+        );
+        assert!(
+            named
+                .check_address("evil.example", "10.0.0.5".parse().unwrap())
+                .is_err()
+        );
+        // The guarded destination keeps the full guard.
+        let feeds = Destination::default();
+        assert!(
+            feeds
+                .check_url(&Url::parse("http://192.168.1.20:5000/").unwrap())
+                .is_err()
+        );
+        assert!(Destination::configured(&Url::parse("file:///etc/passwd").unwrap()).is_err());
     }
 
     #[test]

@@ -1,7 +1,12 @@
-//! The one way out to the network. Every outbound fetch (feeds, discovery,
-//! and later the docs and gateway providers) goes through [`HttpClient`],
-//! which enforces the SSRF guard ([`guard`]):
+//! The one way out to the network. Every outbound request (feeds,
+//! discovery, and the docs and gateway providers) goes through an
+//! [`HttpClient`]; each caller builds its own from its [`HttpSettings`] —
+//! its timeout, body cap and [`Destination`] — so one caller's allowance
+//! never widens another's. Every client enforces:
 //!
+//! - its destination ([`guard`]): user-supplied URLs get the SSRF guard
+//!   below; an endpoint an admin configured is reachable exactly at that
+//!   origin and nowhere else (redirects off it are refused);
 //! - only `http`/`https`;
 //! - an IP-literal host is checked before the request and on every redirect;
 //! - a host name is resolved by our resolver, which drops every address the
@@ -18,14 +23,15 @@ pub mod guard;
 use std::{error::Error as StdError, net::SocketAddr, sync::Arc, time::Duration};
 
 use reqwest::{
-    StatusCode,
+    Method, StatusCode,
     dns::{Addrs, Name, Resolve, Resolving},
-    header::HeaderMap,
+    header::{CONTENT_TYPE, HeaderMap, HeaderValue},
     redirect,
 };
 use url::Url;
 
-use self::guard::{AddressPolicy, Refusal};
+pub use self::guard::Destination;
+use self::guard::Refusal;
 
 pub const USER_AGENT: &str = concat!(
     "Trellis/",
@@ -33,11 +39,11 @@ pub const USER_AGENT: &str = concat!(
     " (self-hosted feed reader; +https://github.com/trellis-rs/trellis)"
 );
 
-/// How the client behaves; built from `TRELLIS_*` settings.
+/// How one caller's client behaves; built from `TRELLIS_*` settings.
 #[derive(Debug, Clone)]
 pub struct HttpSettings {
-    /// Which loopback and private addresses may be reached.
-    pub policy: AddressPolicy,
+    /// Where its requests may go.
+    pub destination: Destination,
     pub timeout: Duration,
     pub connect_timeout: Duration,
     pub max_redirects: usize,
@@ -47,7 +53,7 @@ pub struct HttpSettings {
 impl Default for HttpSettings {
     fn default() -> Self {
         HttpSettings {
-            policy: AddressPolicy::default(),
+            destination: Destination::default(),
             timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             max_redirects: 5,
@@ -97,20 +103,20 @@ impl HttpClient {
         // sqlx already uses. A second install attempt (tests, several
         // clients) is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let policy = Arc::new(settings.policy.clone());
-        let redirect_policy = policy.clone();
+        let destination = Arc::new(settings.destination.clone());
+        let redirect_destination = destination.clone();
         let max_redirects = settings.max_redirects;
         let client = reqwest::Client::builder()
             .user_agent(USER_AGENT)
             .timeout(settings.timeout)
             .connect_timeout(settings.connect_timeout)
             .no_proxy()
-            .dns_resolver(GuardedResolver { policy })
+            .dns_resolver(GuardedResolver { destination })
             .redirect(redirect::Policy::custom(move |attempt| {
                 if attempt.previous().len() > max_redirects {
                     return attempt.error(FetchErrorCause::TooManyRedirects(max_redirects));
                 }
-                match guard::check_url(attempt.url(), &redirect_policy) {
+                match redirect_destination.check_url(attempt.url()) {
                     Ok(()) => attempt.follow(),
                     Err(refusal) => attempt.error(FetchErrorCause::Refused(refusal)),
                 }
@@ -129,15 +135,41 @@ impl HttpClient {
     /// GETs `url` with extra request `headers`, reading the whole body (up
     /// to the cap). Any HTTP status is a response, not an error.
     pub async fn get(&self, url: &str, headers: HeaderMap) -> Result<Fetched, FetchError> {
+        self.request(Method::GET, url, headers, None).await
+    }
+
+    /// Sends `body` as JSON (`Content-Type: application/json`) with `method`.
+    pub async fn send_json(
+        &self,
+        method: Method,
+        url: &str,
+        mut headers: HeaderMap,
+        body: &impl serde::Serialize,
+    ) -> Result<Fetched, FetchError> {
+        let body = serde_json::to_vec(body)
+            .map_err(|error| FetchError::Transport(format!("encoding the body: {error}")))?;
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        self.request(method, url, headers, Some(body)).await
+    }
+
+    /// Sends any request (method, headers — credentials included — and an
+    /// optional body) and reads the whole response body, up to the cap. Any
+    /// HTTP status is a response, not an error; the destination is checked
+    /// before sending and on every redirect.
+    pub async fn request(
+        &self,
+        method: Method,
+        url: &str,
+        headers: HeaderMap,
+        body: Option<Vec<u8>>,
+    ) -> Result<Fetched, FetchError> {
         let url = Url::parse(url).map_err(|error| FetchError::InvalidUrl(error.to_string()))?;
-        guard::check_url(&url, &self.settings.policy)?;
-        let mut response = self
-            .client
-            .get(url)
-            .headers(headers)
-            .send()
-            .await
-            .map_err(|error| self.classify(error))?;
+        self.settings.destination.check_url(&url)?;
+        let mut request = self.client.request(method, url).headers(headers);
+        if let Some(body) = body {
+            request = request.body(body);
+        }
+        let mut response = request.send().await.map_err(|error| self.classify(error))?;
         let limit = self.settings.max_body_bytes;
         if response
             .content_length()
@@ -201,40 +233,153 @@ enum FetchErrorCause {
     TooManyRedirects(usize),
 }
 
-/// System DNS, keeping only the addresses the guard allows.
+/// System DNS, keeping only the addresses the destination allows.
 struct GuardedResolver {
-    policy: Arc<AddressPolicy>,
+    destination: Arc<Destination>,
 }
 
 impl Resolve for GuardedResolver {
     fn resolve(&self, name: Name) -> Resolving {
-        let policy = self.policy.clone();
+        let destination = self.destination.clone();
         Box::pin(async move {
             let host = name.as_str().to_owned();
             let resolved: Vec<SocketAddr> =
                 tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             let mut refused = None;
+            let mut elsewhere = None;
             let allowed: Vec<SocketAddr> = resolved
                 .into_iter()
-                .filter(|addr| match guard::check_address(addr.ip(), &policy) {
+                .filter(|addr| match destination.check_address(&host, addr.ip()) {
                     Ok(()) => true,
                     Err(Refusal::Address { address, class }) => {
                         refused.get_or_insert((address, class));
                         false
                     }
-                    Err(_) => false,
+                    Err(other) => {
+                        elsewhere.get_or_insert(other);
+                        false
+                    }
                 })
                 .collect();
-            match (allowed.is_empty(), refused) {
-                (true, Some((address, class))) => {
-                    Err(Box::new(FetchErrorCause::Refused(Refusal::Resolved {
-                        host,
-                        address,
-                        class,
-                    })) as Box<dyn StdError + Send + Sync>)
-                }
-                _ => Ok(Box::new(allowed.into_iter()) as Addrs),
+            if !allowed.is_empty() {
+                return Ok(Box::new(allowed.into_iter()) as Addrs);
             }
+            let refusal = match (refused, elsewhere) {
+                (Some((address, class)), _) => Refusal::Resolved {
+                    host,
+                    address,
+                    class,
+                },
+                (None, Some(other)) => other,
+                (None, None) => return Ok(Box::new(allowed.into_iter()) as Addrs),
+            };
+            Err(Box::new(FetchErrorCause::Refused(refusal)) as Box<dyn StdError + Send + Sync>)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::{
+        Router,
+        body::Bytes,
+        http::{Method as AxumMethod, header::LOCATION},
+        response::IntoResponse,
+        routing::{any, get},
+    };
+
+    use super::*;
+
+    /// A loopback server: `/echo` answers the method and body it got,
+    /// `/away` redirects to another port of the same host.
+    async fn server() -> Url {
+        async fn echo(method: AxumMethod, body: Bytes) -> String {
+            format!("{method} {}", String::from_utf8_lossy(&body))
+        }
+        async fn away() -> impl IntoResponse {
+            (
+                StatusCode::FOUND,
+                [(LOCATION, "http://127.0.0.1:9/elsewhere")],
+            )
+        }
+        let app = Router::new()
+            .route("/echo", any(echo))
+            .route("/away", get(away));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Url::parse(&format!("http://{addr}/")).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_configured_endpoint_gets_any_request_and_nothing_else() {
+        let base = server().await;
+        let client = HttpClient::new(HttpSettings {
+            destination: Destination::configured(&base).unwrap(),
+            ..Default::default()
+        })
+        .unwrap();
+        let echo = base.join("echo").unwrap();
+        let answer = client
+            .send_json(
+                Method::POST,
+                echo.as_str(),
+                HeaderMap::new(),
+                &serde_json::json!({ "seriesIds": [1, 2] }),
+            )
+            .await
+            .unwrap();
+        assert_eq!(answer.status, StatusCode::OK);
+        assert_eq!(
+            String::from_utf8(answer.body).unwrap(),
+            r#"POST {"seriesIds":[1,2]}"#
+        );
+        let put = client
+            .request(
+                Method::PUT,
+                echo.as_str(),
+                HeaderMap::new(),
+                Some(b"x".to_vec()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(String::from_utf8(put.body).unwrap(), "PUT x");
+        // A redirect off the configured origin is refused, and so is any other URL.
+        let away = client
+            .get(base.join("away").unwrap().as_str(), HeaderMap::new())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&away, FetchError::Refused(Refusal::NotConfigured { .. })),
+            "{away}"
+        );
+        let other = client
+            .get("http://127.0.0.1:9/", HeaderMap::new())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&other, FetchError::Refused(Refusal::NotConfigured { .. })),
+            "{other}"
+        );
+    }
+
+    #[tokio::test]
+    async fn user_supplied_urls_keep_the_guard() {
+        let base = server().await;
+        let feeds = HttpClient::new(HttpSettings::default()).unwrap();
+        let refused = feeds
+            .get(base.join("echo").unwrap().as_str(), HeaderMap::new())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                &refused,
+                FetchError::Refused(Refusal::Address {
+                    class: "a loopback",
+                    ..
+                })
+            ),
+            "{refused}"
+        );
     }
 }
