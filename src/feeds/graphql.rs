@@ -10,7 +10,6 @@ use entity::{bookmark, feed, feed_fetch_state, feed_group, feed_settings, item};
 use futures_util::Stream;
 use sea_orm::{ColumnTrait, QueryFilter};
 use serde_json::json;
-use tokio::sync::broadcast::error::RecvError;
 use url::Url;
 
 use super::{
@@ -981,41 +980,50 @@ pub struct FeedsSubscription;
 
 #[Subscription]
 impl FeedsSubscription {
-    /// Each finished pull of your feeds (or of one feed): new items and the fetch state.
+    /// Each finished pull of your feeds (or of one feed): new items and the
+    /// fetch state. A subscriber that fell behind gets an `EVENTS_LAGGED`
+    /// error (with `missed`) and should re-read its feeds.
     async fn feed_updated(
         &self,
         ctx: &Context<'_>,
         feed_id: Option<ID>,
-    ) -> async_graphql::Result<impl Stream<Item = FeedUpdate> + use<>> {
+    ) -> async_graphql::Result<impl Stream<Item = async_graphql::Result<FeedUpdate>> + use<>> {
         let viewer = ctx.viewer()?.clone();
         let services = ctx.services()?.clone();
         let only = feed_id
             .as_ref()
             .map(|id| parse_int_id("feedId", id))
             .transpose()?;
-        let mut events = services.jobs.bus().subscribe();
-        Ok(async_stream::stream! {
-            loop {
-                let event = match events.recv().await {
-                    Ok(event) => event,
-                    Err(RecvError::Lagged(missed)) => {
-                        tracing::warn!(missed, "feedUpdated subscriber lagged");
-                        continue;
-                    }
-                    Err(RecvError::Closed) => break,
-                };
-                if event.topic != FEED_UPDATED || event.owner_id != Some(viewer.user_id) {
-                    continue;
+        let bus = services.jobs.bus().clone();
+        Ok(crate::graphql::subscription::follow(&bus, move |event| {
+            let services = services.clone();
+            let user_id = viewer.user_id;
+            async move {
+                if event.topic != FEED_UPDATED || event.owner_id != Some(user_id) {
+                    return None;
                 }
-                let Ok(id) = event.aggregate_id.parse::<i64>() else { continue };
+                let id = event.aggregate_id.parse::<i64>().ok()?;
                 if only.is_some_and(|only| only != id) {
-                    continue;
+                    return None;
                 }
-                let Ok(feed) = services.feeds.feed(viewer.user_id, id).await else { continue };
-                let fetch_state = services.feeds.fetch_state(id).await.ok().flatten().map(FetchState::from);
-                let new_items = event.payload::<serde_json::Value>().and_then(|payload| payload.get("newItems")?.as_i64()).unwrap_or(0);
-                yield FeedUpdate { feed: Feed(feed), new_items, fetch_state };
+                let feed = services.feeds.feed(user_id, id).await.ok()?;
+                let fetch_state = services
+                    .feeds
+                    .fetch_state(id)
+                    .await
+                    .ok()
+                    .flatten()
+                    .map(FetchState::from);
+                let new_items = event
+                    .payload::<serde_json::Value>()
+                    .and_then(|payload| payload.get("newItems")?.as_i64())
+                    .unwrap_or(0);
+                Some(FeedUpdate {
+                    feed: Feed(feed),
+                    new_items,
+                    fetch_state,
+                })
             }
-        })
+        }))
     }
 }

@@ -7,6 +7,7 @@ pub mod guard;
 pub mod http;
 pub mod loaders;
 pub mod pagination;
+pub mod subscription;
 pub mod ws;
 
 use async_graphql::{MergedObject, MergedSubscription, Schema, SchemaBuilder};

@@ -49,13 +49,18 @@ pub struct EventBus {
 
 impl Default for EventBus {
     fn default() -> Self {
-        EventBus {
-            sender: broadcast::channel(CAPACITY).0,
-        }
+        EventBus::with_capacity(CAPACITY)
     }
 }
 
 impl EventBus {
+    /// A bus whose subscribers may fall `capacity` events behind.
+    pub fn with_capacity(capacity: usize) -> Self {
+        EventBus {
+            sender: broadcast::channel(capacity).0,
+        }
+    }
+
     /// Hands an event to this process's subscribers.
     pub fn deliver(&self, event: Arc<Event>) {
         // No subscriber is not an error.

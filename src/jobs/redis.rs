@@ -62,6 +62,25 @@ impl RedisKeys {
         format!("{}:processing:{worker}:{}", self.prefix, queue.as_str())
     }
 
+    /// Every worker's processing lists, for `SCAN`.
+    fn every_processing(&self) -> String {
+        format!("{}:processing:*", self.prefix)
+    }
+
+    /// The worker a processing list belongs to and its queue.
+    fn processing_owner<'k>(&self, key: &'k str) -> Option<(&'k str, Queue)> {
+        let rest = key
+            .strip_prefix(self.prefix.as_str())?
+            .strip_prefix(":processing:")?;
+        let (worker, queue) = rest.rsplit_once(':')?;
+        Some((worker, Queue::parse(queue)?))
+    }
+
+    /// Present while the worker runs: renewed by its maintenance loop.
+    fn alive(&self, worker: &str) -> String {
+        format!("{}:alive:{worker}", self.prefix)
+    }
+
     fn delayed(&self) -> String {
         format!("{}:delayed", self.prefix)
     }
@@ -222,6 +241,62 @@ impl RedisDispatcher {
         Ok(moved)
     }
 
+    /// Says this worker is alive for [`ALIVE_FOR`].
+    async fn renew_alive(&self) -> redis::RedisResult<()> {
+        let mut conn = self.commands.clone();
+        conn.pset_ex(
+            self.keys.alive(&self.worker_id),
+            1,
+            ALIVE_FOR.as_millis() as u64,
+        )
+        .await
+    }
+
+    /// Gives the ids in the processing lists of workers that are gone (no
+    /// `alive` key) back to their queues and deletes the lists: a worker
+    /// that died (or was renamed) leaves nothing behind forever. A task
+    /// whose id comes back twice is harmless: its claim is conditional.
+    async fn sweep_gone_workers(&self) -> redis::RedisResult<usize> {
+        let mut conn = self.commands.clone();
+        let mut lists: Vec<String> = Vec::new();
+        {
+            let mut scan = conn
+                .scan_match::<_, String>(self.keys.every_processing())
+                .await?;
+            while let Some(key) = scan.next().await {
+                lists.push(key?);
+            }
+        }
+        let mut swept = 0;
+        for key in lists {
+            let Some((worker, queue)) = self.keys.processing_owner(&key) else {
+                continue;
+            };
+            if worker == self.worker_id {
+                continue;
+            }
+            let alive: bool = conn.exists(self.keys.alive(worker)).await?;
+            if alive {
+                continue;
+            }
+            let moved: usize = redis::cmd("EVAL")
+                .arg(SWEEP_SCRIPT)
+                .arg(2)
+                .arg(&key)
+                .arg(self.keys.queue(queue))
+                .query_async(&mut conn)
+                .await?;
+            tracing::info!(
+                worker,
+                queue = queue.key(),
+                ids = moved,
+                "swept the processing list of a worker that is gone"
+            );
+            swept += 1;
+        }
+        Ok(swept)
+    }
+
     /// Pushes due `QUEUED` tasks the queue list does not show (lost pushes).
     async fn resync(&self, jobs: &Jobs) -> anyhow::Result<()> {
         let mut conn = self.commands.clone();
@@ -354,13 +429,19 @@ impl Dispatcher for RedisDispatcher {
                 if let Err(error) = this.move_due().await {
                     tracing::warn!(error = %error, "moving delayed tasks failed");
                 }
-                if ticks.is_multiple_of(20)
-                    && let Err(error) = this.resync(&jobs).await
-                {
-                    tracing::warn!(
-                        error = format!("{error:#}"),
-                        "resyncing queued tasks failed"
-                    );
+                if ticks.is_multiple_of(20) {
+                    if let Err(error) = this.renew_alive().await {
+                        tracing::warn!(error = %error, "renewing the worker's alive key failed");
+                    }
+                    if let Err(error) = this.resync(&jobs).await {
+                        tracing::warn!(
+                            error = format!("{error:#}"),
+                            "resyncing queued tasks failed"
+                        );
+                    }
+                    if let Err(error) = this.sweep_gone_workers().await {
+                        tracing::warn!(error = %error, "sweeping gone workers' lists failed");
+                    }
                 }
                 ticks = ticks.wrapping_add(1);
                 tokio::select! {
@@ -371,6 +452,17 @@ impl Dispatcher for RedisDispatcher {
         }))
     }
 }
+
+/// How long a worker's `alive` key outlives its last renewal (renewed
+/// every 5 s by the maintenance loop).
+const ALIVE_FOR: Duration = Duration::from_secs(30);
+
+/// Moves every id of a gone worker's processing list KEYS[1] to the tail
+/// of its queue KEYS[2], where they are taken first, deletes the list and
+/// returns how many moved.
+const SWEEP_SCRIPT: &str = "local ids = redis.call('LRANGE', KEYS[1], 0, -1) \
+    for _, id in ipairs(ids) do redis.call('RPUSH', KEYS[2], id) end \
+    redis.call('DEL', KEYS[1]) return #ids";
 
 /// Moves the ids ARGV from our processing list KEYS[2] back to the tail of
 /// their queue KEYS[1], where they are taken first.
@@ -523,6 +615,18 @@ mod tests {
             payload: serde_json::value::to_raw_value(&serde_json::json!({ "n": id })).unwrap(),
             created_at: Utc::now(),
         }
+    }
+
+    #[test]
+    fn a_processing_list_names_its_worker_and_queue() {
+        let keys = RedisKeys::new("trellis");
+        let key = keys.processing("host:1234:abc", Queue::Short);
+        assert_eq!(
+            keys.processing_owner(&key),
+            Some(("host:1234:abc", Queue::Short))
+        );
+        assert_eq!(keys.processing_owner("trellis:q:short"), None);
+        assert_eq!(keys.processing_owner("other:processing:w:short"), None);
     }
 
     #[test]

@@ -10,7 +10,6 @@ use entity::{node, resource};
 use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use tokio::sync::broadcast::error::RecvError;
 
 use super::{
     NODE_STATUS_CHANGED,
@@ -511,12 +510,15 @@ pub struct NodesSubscription;
 #[Subscription]
 impl NodesSubscription {
     /// Every node whose aggregated status changes (in the subtree of
-    /// `subtreeOf`, itself included, when given), as committed.
+    /// `subtreeOf`, itself included, when given), as committed. A
+    /// subscriber that fell behind gets an `EVENTS_LAGGED` error (with
+    /// `missed`) and should re-read the tree.
     async fn node_status_changed(
         &self,
         ctx: &Context<'_>,
         subtree_of: Option<ID>,
-    ) -> async_graphql::Result<impl Stream<Item = NodeStatusChange> + use<>> {
+    ) -> async_graphql::Result<impl Stream<Item = async_graphql::Result<NodeStatusChange>> + use<>>
+    {
         ctx.viewer()?;
         let service = nodes(ctx)?.clone();
         let root_path = match subtree_of {
@@ -529,22 +531,17 @@ impl NodesSubscription {
                     .path,
             ),
         };
-        let mut events = ctx.services()?.jobs.bus().subscribe();
-        Ok(async_stream::stream! {
-            loop {
-                match events.recv().await {
-                    Ok(event) if event.topic == NODE_STATUS_CHANGED => {
-                        let Some(change) = event.payload::<NodeStatusChange>() else {
-                            continue;
-                        };
-                        if root_path.as_deref().is_none_or(|root| plan::in_subtree(&change.path, root)) {
-                            yield change;
-                        }
-                    }
-                    Ok(_) | Err(RecvError::Lagged(_)) => continue,
-                    Err(RecvError::Closed) => break,
-                }
-            }
-        })
+        let bus = ctx.services()?.jobs.bus();
+        Ok(crate::graphql::subscription::follow(bus, move |event| {
+            let change = (event.topic == NODE_STATUS_CHANGED)
+                .then(|| event.payload::<NodeStatusChange>())
+                .flatten()
+                .filter(|change| {
+                    root_path
+                        .as_deref()
+                        .is_none_or(|root| plan::in_subtree(&change.path, root))
+                });
+            async move { change }
+        }))
     }
 }

@@ -51,6 +51,11 @@ mod across_processes {
     async fn claimed_ids_leave_the_redis_lists() {
         super::claimed_ids_leave_the_redis_lists().await
     }
+
+    #[tokio::test]
+    async fn a_gone_workers_redis_list_is_swept() {
+        super::a_gone_workers_redis_list_is_swept().await
+    }
 }
 
 const PROBE: &str =
@@ -744,6 +749,68 @@ async fn claimed_ids_leave_the_redis_lists() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(held.is_empty(), "ids left in Redis lists: {held:?}");
+}
+
+/// A worker that died leaves its processing list behind; the live workers'
+/// maintenance gives its ids back to the queue and deletes it, and leaves
+/// a live worker's alone.
+async fn a_gone_workers_redis_list_is_swept() {
+    let app = spawn_app_with(Backend::PostgresRedis, fast_retries()).await;
+    let prefix = app.env_var("TRELLIS_REDIS_PREFIX").expect("a Redis prefix");
+    let client = redis::Client::open(crate::helpers::redis_url()).expect("redis url");
+    let mut redis = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("redis");
+    let ghost = format!("{prefix}:processing:ghost-worker:long");
+    let living = format!("{prefix}:processing:living-worker:long");
+    let stranded = uuid::Uuid::now_v7().to_string();
+    for key in [&ghost, &living] {
+        redis::cmd("LPUSH")
+            .arg(key)
+            .arg(&stranded)
+            .query_async::<()>(&mut redis)
+            .await
+            .expect("lpush");
+    }
+    redis::cmd("SET")
+        .arg(format!("{prefix}:alive:living-worker"))
+        .arg(1)
+        .arg("EX")
+        .arg(600)
+        .query_async::<()>(&mut redis)
+        .await
+        .expect("set");
+    // The maintenance loop sweeps every few seconds (bounded wait).
+    let mut swept = false;
+    for _ in 0..300 {
+        let exists: bool = redis::cmd("EXISTS")
+            .arg(&ghost)
+            .query_async(&mut redis)
+            .await
+            .expect("exists");
+        if !exists {
+            swept = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(swept, "the gone worker's list is still there");
+    let kept: Vec<String> = redis::cmd("LRANGE")
+        .arg(&living)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut redis)
+        .await
+        .expect("lrange");
+    assert_eq!(kept, vec![stranded]);
+    // The server's own worker says it is alive.
+    let alive: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}:alive:*"))
+        .query_async(&mut redis)
+        .await
+        .expect("keys");
+    assert!(alive.len() >= 2, "{alive:?}");
 }
 
 async fn periodic_jobs_fire_once_per_period_across_processes() {
