@@ -13,9 +13,18 @@
 //! - deleting a zone's subtree (9,913 nodes): the one `DELETE` statement,
 //!   and the whole reconciliation after its 9,800 resources are deleted.
 //!
+//! - through the API (every resource created by a request, as a client
+//!   would): the build's resources/s; a leaf Update A from the request until
+//!   the tree shows it (p50/p95); and under sustained Update A on one leaf
+//!   at 50, 200 and 400 requests/s, the lag of a marker update on another
+//!   leaf to the tree. The last line is
+//!   `nodes_visible_p50_ms=<n> nodes_marker_lag_ms_at_400=<m>` (the worse
+//!   backend's).
+//!
 //! Not a test: it prints figures. Knobs: `BENCH_UPDATES` (200 sequential
 //! updates), `BENCH_CONCURRENT` (1000), `BENCH_INSTANCES` (98 per service),
-//! `TRELLIS_TEST_PG_URL`.
+//! `BENCH_VISIBLE_SAMPLES` (50), `BENCH_SUSTAINED_SECONDS` (20),
+//! `TRELLIS_TEST_PG_URL`; `api-only` as an argument skips the seeded part.
 
 mod support;
 
@@ -301,9 +310,9 @@ impl Lab {
     }
 }
 
-/// Holds the `resources` scope's row for the transaction, as a stage's
-/// generation check does, so that writes made directly never overlap a
-/// task's stage (the periodic reconciliation may be running).
+/// Holds the `resources` scope's row and the tree's lock for the
+/// transaction, as a stage does, so that writes made directly never
+/// overlap a task's stage (the periodic reconciliation may be running).
 async fn lock_scope(txn: &sea_orm::DatabaseTransaction) {
     txn.execute_raw(Statement::from_sql_and_values(
         txn.get_database_backend(),
@@ -313,6 +322,8 @@ async fn lock_scope(txn: &sea_orm::DatabaseTransaction) {
     ))
     .await
     .expect("lock the scope");
+    // What a stage takes first (PostgreSQL; SQLite's write lock is held already).
+    reconcile::lock_tree(txn).await.expect("lock the tree");
 }
 
 /// Waits for the terminal `task.updated` events of `ids`; returns how many
@@ -477,6 +488,196 @@ async fn run(postgres: bool, instances: usize, updates: usize, concurrent: usize
     database.drop_now().await;
 }
 
+// ------------------------------------------------ the task contract, through the API
+
+/// Submits requests from any task.
+#[derive(Clone)]
+struct Submitter {
+    nodes: NodesService,
+    viewer: Viewer,
+}
+
+impl Submitter {
+    async fn submit(&self, operation: Operation) -> Uuid {
+        self.nodes
+            .submit(&self.viewer, operation, Uuid::now_v7().to_string())
+            .await
+            .expect("submit")
+            .task
+            .id
+    }
+
+    async fn update_a(&self, id: Uuid, health: i64) -> Uuid {
+        let mut patch = Map::new();
+        patch.insert("health".into(), json!(health));
+        self.submit(Operation::UpdateA {
+            resource_id: id,
+            patch,
+        })
+        .await
+    }
+}
+
+/// The leaf node's status of a resource, as the tree shows it.
+async fn leaf_status(db: &DatabaseConnection, id: Uuid) -> Option<i64> {
+    db.query_one_raw(Statement::from_sql_and_values(
+        db.get_database_backend(),
+        "SELECT n.status FROM nodes n JOIN resource_nodes rn ON rn.node_id = n.id \
+         WHERE rn.resource_id = $1 AND n.class = 'instance'",
+        vec![id.into()],
+    ))
+    .await
+    .expect("leaf status")
+    .map(|row| row.try_get::<i32>("", "status").expect("status").into())
+}
+
+/// Polls the tree until the resource's leaf shows `health`; the time it took.
+async fn until_visible(db: &DatabaseConnection, id: Uuid, health: i64, since: Instant) -> f64 {
+    loop {
+        if leaf_status(db, id).await == Some(health) {
+            return since.elapsed().as_secs_f64() * 1000.0;
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(300),
+            "{id} never showed {health}"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Update A on `hot` at `rate` per second for `seconds`, and a marker update
+/// on `marker` two seconds in: the marker's lag to the tree (ms), and the
+/// rate achieved.
+async fn sustained(
+    lab: &Lab,
+    submitter: &Submitter,
+    hot: Uuid,
+    marker: Uuid,
+    marker_health: i64,
+    rate: u32,
+    seconds: u64,
+) -> (f64, f64) {
+    let stop_at = Instant::now() + Duration::from_secs(seconds);
+    let load = {
+        let submitter = submitter.clone();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(Duration::from_secs(1) / rate);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+            let in_flight = Arc::new(tokio::sync::Semaphore::new(64));
+            let sent = Arc::new(AtomicU64::new(0));
+            let started = Instant::now();
+            let mut n = 0i64;
+            while Instant::now() < stop_at {
+                ticks.tick().await;
+                let Ok(permit) = in_flight.clone().acquire_owned().await else {
+                    break;
+                };
+                let submitter = submitter.clone();
+                let sent = sent.clone();
+                n += 1;
+                let health = n % 3;
+                tokio::spawn(async move {
+                    submitter.update_a(hot, health).await;
+                    sent.fetch_add(1, Ordering::Relaxed);
+                    drop(permit);
+                });
+            }
+            let _ = in_flight.acquire_many(64).await;
+            sent.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let since = Instant::now();
+    submitter.update_a(marker, marker_health).await;
+    let lag = until_visible(&lab.db, marker, marker_health, since).await;
+    let achieved = load.await.expect("load");
+    (lag, achieved)
+}
+
+/// Builds the tree through the API, then measures what a client sees:
+/// (a) a leaf Update A until visible in the tree, (b) a marker's lag under
+/// sustained updates of another leaf, (c) the build's resources/s.
+/// Returns (p50 of a, lag of b at 400/s).
+async fn through_the_api(
+    postgres: bool,
+    instances: usize,
+    samples: usize,
+    seconds: u64,
+) -> (f64, f64) {
+    let name = if postgres { "postgres" } else { "sqlite" };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let database = BenchDatabase::create(postgres, dir.path()).await;
+    let lab = lab(&database.url, dir.path()).await;
+    let submitter = Submitter {
+        nodes: lab.nodes.clone(),
+        viewer: lab.viewer.clone(),
+    };
+
+    // (c) the build: every resource created by a request, 256 in flight.
+    let mut events = lab.jobs.bus().subscribe();
+    let started = Instant::now();
+    let mut ids = Vec::new();
+    for chunk in leaves(instances).chunks(256) {
+        let creates = chunk.iter().map(|(path, instance)| {
+            let submitter = submitter.clone();
+            let attributes = match attributes(*path, *instance, 0) {
+                Value::Object(map) => map,
+                _ => unreachable!(),
+            };
+            async move { submitter.submit(Operation::Create { attributes }).await }
+        });
+        ids.extend(futures_util::future::join_all(creates).await);
+    }
+    let accepted = started.elapsed().as_secs_f64();
+    wait_all(&mut events, &ids).await;
+    let built = started.elapsed().as_secs_f64();
+    let nodes = lab.count("SELECT COUNT(*) FROM nodes").await;
+    println!(
+        "{name}: built {} resources into {nodes} nodes through the API in {built:.1} s \
+         ({:.0} resources/s; all accepted in {accepted:.1} s)",
+        ids.len(),
+        ids.len() as f64 / built
+    );
+    drop(events);
+
+    // (a) a leaf change until it shows in the tree.
+    let mut latencies = Vec::with_capacity(samples);
+    for n in 0..samples {
+        let id = ids[(n * 7919 + 13) % ids.len()];
+        let health = 1 + (n % 3) as i64;
+        let since = Instant::now();
+        submitter.update_a(id, health).await;
+        latencies.push(until_visible(&lab.db, id, health, since).await);
+        // Back to healthy, so the next sample's change is a change.
+        submitter.update_a(id, 0).await;
+        until_visible(&lab.db, id, 0, Instant::now()).await;
+    }
+    latencies.sort_by(f64::total_cmp);
+    let (p50, p95) = (percentile(&latencies, 50.0), percentile(&latencies, 95.0));
+    println!(
+        "{name}: leaf Update A, request → visible in the tree: p50 {p50:.1} ms, p95 {p95:.1} ms \
+         ({samples} samples)"
+    );
+
+    // (b) sustained load on one leaf, a marker on another.
+    let (hot, marker) = (ids[1], ids[ids.len() / 2]);
+    let mut lag_at_400 = f64::NAN;
+    for (round, rate) in [50u32, 200, 400].into_iter().enumerate() {
+        let health = 1 + (round % 3) as i64;
+        let (lag, achieved) = sustained(&lab, &submitter, hot, marker, health, rate, seconds).await;
+        println!(
+            "{name}: Update A at {rate}/s for {seconds} s (achieved {achieved:.0}/s): \
+             a marker update 2 s in showed in the tree after {lag:.0} ms"
+        );
+        if rate == 400 {
+            lag_at_400 = lag;
+        }
+    }
+    lab.stop().await;
+    database.drop_now().await;
+    (p50, lag_at_400)
+}
+
 #[tokio::main]
 async fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -484,13 +685,28 @@ async fn main() {
         .skip(1)
         .filter(|arg| !arg.starts_with('-'))
         .collect();
-    let wanted = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
+    let api_only = filter.iter().any(|f| f == "api-only");
+    let backends: Vec<&String> = filter.iter().filter(|f| *f != "api-only").collect();
+    let wanted =
+        |name: &str| backends.is_empty() || backends.iter().any(|f| name.contains(f.as_str()));
     let updates = env_or("BENCH_UPDATES", 200usize);
     let concurrent = env_or("BENCH_CONCURRENT", 1000usize);
     let instances = env_or("BENCH_INSTANCES", 98usize);
+    let samples = env_or("BENCH_VISIBLE_SAMPLES", 50usize);
+    let seconds = env_or("BENCH_SUSTAINED_SECONDS", 20u64);
+    let mut worst = (0.0f64, 0.0f64);
     for (postgres, name) in [(false, "sqlite"), (true, "postgres")] {
         if wanted(name) {
-            run(postgres, instances, updates, concurrent).await;
+            if !api_only {
+                run(postgres, instances, updates, concurrent).await;
+            }
+            let (p50, lag) = through_the_api(postgres, instances, samples, seconds).await;
+            worst = (worst.0.max(p50), worst.1.max(lag));
         }
     }
+    // The worst backend's figures, for scripts.
+    println!(
+        "nodes_visible_p50_ms={:.1} nodes_marker_lag_ms_at_400={:.0}",
+        worst.0, worst.1
+    );
 }

@@ -292,6 +292,12 @@ pub async fn serve(config: Config, role: Role) -> anyhow::Result<()> {
         .adopt_config()
         .await
         .context("adopting the node configuration")?;
+    if let Ok(Some(false)) = jobs::analyze::autovacuum_on(&state.services.db).await {
+        tracing::warn!(
+            "PostgreSQL's autovacuum is off: Trellis refreshes the planner statistics of \
+             changed tables itself every 10 minutes (system.analyze); vacuuming is yours to schedule"
+        );
+    }
     let db = state.services.db.clone();
     let (stop_tx, stop_rx) = watch::channel(false);
     let background = match role {

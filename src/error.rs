@@ -29,6 +29,16 @@ pub enum AppError {
     /// Too many attempts; retry after the given number of seconds.
     #[error("too many attempts, retry in {retry_after} s")]
     RateLimited { retry_after: u64 },
+    /// The database is too busy to answer now (locked, out of pooled
+    /// connections, a lock or serialization conflict): nothing was done,
+    /// and the same request will work shortly. Client sees `UNAVAILABLE`
+    /// (HTTP 503 with `Retry-After`).
+    #[error("the database is busy, retry in {retry_after} s")]
+    Unavailable {
+        retry_after: u64,
+        #[source]
+        cause: anyhow::Error,
+    },
     /// An idempotency key was reused with a different payload.
     #[error("idempotency key already used with a different payload")]
     IdempotencyKeyReused,
@@ -83,6 +93,7 @@ impl AppError {
             AppError::BadUserInput { .. } => "BAD_USER_INPUT",
             AppError::Conflict(_) => "CONFLICT",
             AppError::RateLimited { .. } => "RATE_LIMITED",
+            AppError::Unavailable { .. } => "UNAVAILABLE",
             AppError::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
             AppError::Internal(_) => "INTERNAL",
         }
@@ -97,6 +108,7 @@ impl AppError {
             AppError::BadUserInput { .. } => StatusCode::BAD_REQUEST,
             AppError::Conflict(_) => StatusCode::CONFLICT,
             AppError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            AppError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             AppError::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -119,7 +131,7 @@ impl AppError {
         let mut extensions = serde_json::Map::new();
         extensions.insert("code".into(), self.code().into());
         match self {
-            AppError::RateLimited { retry_after } => {
+            AppError::RateLimited { retry_after } | AppError::Unavailable { retry_after, .. } => {
                 extensions.insert("retryAfter".into(), (*retry_after).into());
             }
             AppError::BadUserInput {
@@ -141,9 +153,45 @@ impl AppError {
     }
 }
 
+/// Seconds a client waits before retrying a busy database.
+const BUSY_RETRY_AFTER: u64 = 1;
+
+/// A busy database is the client's cue to retry (`UNAVAILABLE`); any other
+/// database failure is `INTERNAL`.
 impl From<sea_orm::DbErr> for AppError {
     fn from(error: sea_orm::DbErr) -> Self {
-        AppError::Internal(error.into())
+        if database_busy(&error) {
+            tracing::warn!(error = %error, "the database is busy");
+            AppError::Unavailable {
+                retry_after: BUSY_RETRY_AFTER,
+                cause: error.into(),
+            }
+        } else {
+            AppError::Internal(error.into())
+        }
+    }
+}
+
+/// Whether the database refused for now rather than for good: SQLite busy
+/// or locked (codes 5, 6 and their extended 261, 517, 262), PostgreSQL's
+/// serialization failure, deadlock, lock not available or too many
+/// connections, or no pooled connection within the acquire timeout.
+pub fn database_busy(error: &sea_orm::DbErr) -> bool {
+    use sea_orm::{DbErr, RuntimeErr, sqlx};
+    let sqlx_error = match error {
+        DbErr::ConnectionAcquire(_) => return true,
+        DbErr::Conn(RuntimeErr::SqlxError(error))
+        | DbErr::Exec(RuntimeErr::SqlxError(error))
+        | DbErr::Query(RuntimeErr::SqlxError(error)) => error,
+        _ => return false,
+    };
+    match sqlx_error.as_ref() {
+        sqlx::Error::PoolTimedOut => true,
+        sqlx::Error::Database(database) => matches!(
+            database.code().as_deref(),
+            Some("5" | "6" | "261" | "262" | "517" | "40001" | "40P01" | "55P03" | "53300")
+        ),
+        _ => false,
     }
 }
 
@@ -167,7 +215,9 @@ pub fn annotate_graphql_error(mut error: async_graphql::ServerError) -> async_gr
 impl axum::response::IntoResponse for AppError {
     fn into_response(self) -> axum::response::Response {
         let mut response = (self.status(), axum::Json(self.to_json())).into_response();
-        if let AppError::RateLimited { retry_after } = self {
+        if let AppError::RateLimited { retry_after } | AppError::Unavailable { retry_after, .. } =
+            self
+        {
             response
                 .headers_mut()
                 .insert(axum::http::header::RETRY_AFTER, retry_after.into());
@@ -214,6 +264,23 @@ mod tests {
             gql.extensions.unwrap().get("code"),
             Some(&async_graphql::Value::from("INTERNAL"))
         );
+    }
+
+    #[test]
+    fn a_busy_database_is_a_retry_not_an_internal_error() {
+        use sea_orm::{DbErr, RuntimeErr};
+        let timeout = AppError::from(DbErr::ConnectionAcquire(
+            sea_orm::error::ConnAcquireErr::Timeout,
+        ));
+        assert_eq!(timeout.code(), "UNAVAILABLE");
+        assert_eq!(timeout.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(timeout.extensions()["retryAfter"], 1);
+        let pool = DbErr::Exec(RuntimeErr::SqlxError(std::sync::Arc::new(
+            sea_orm::sqlx::Error::PoolTimedOut,
+        )));
+        assert_eq!(AppError::from(pool).code(), "UNAVAILABLE");
+        let other = DbErr::Custom("no such table: users".into());
+        assert_eq!(AppError::from(other).code(), "INTERNAL");
     }
 
     #[test]

@@ -21,6 +21,7 @@ mod m20261201_000009_lean_task_indexes;
 mod m20261201_000010_task_event_snapshots;
 mod m20261202_000011_item_arrival;
 mod m20261202_000012_item_undated;
+mod m20261202_000013_reconciled_generation;
 
 pub struct Migrator;
 
@@ -40,6 +41,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000010_task_event_snapshots::Migration),
             Box::new(m20261202_000011_item_arrival::Migration),
             Box::new(m20261202_000012_item_undated::Migration),
+            Box::new(m20261202_000013_reconciled_generation::Migration),
         ]
     }
 }

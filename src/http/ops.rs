@@ -44,6 +44,14 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
             }
         }
     };
+    // Not a readiness condition: Trellis analyzes what autovacuum does not
+    // (`system.analyze`); said here so operators see it.
+    let autovacuum = match crate::jobs::analyze::autovacuum_on(&services.db).await {
+        Ok(Some(true)) => "on",
+        Ok(Some(false)) => "off",
+        Ok(None) => "not_applicable",
+        Err(_) => "unknown",
+    };
     let ready = database == "ok" && redis != "unreachable";
     let status = if ready {
         StatusCode::OK
@@ -54,7 +62,7 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
         status,
         Json(json!({
             "status": if ready { "ok" } else { "unavailable" },
-            "checks": { "database": database, "redis": redis },
+            "checks": { "database": database, "redis": redis, "autovacuum": autovacuum },
         })),
     )
 }

@@ -14,7 +14,7 @@ use super::{
     Jobs,
     bus::Event,
     model::{NewTask, Queue, TASK_UPDATED, Task, TaskStatus},
-    probe,
+    probe, store,
 };
 use crate::{
     auth::Viewer,
@@ -22,6 +22,7 @@ use crate::{
     graphql::{
         context::ContextExt,
         pagination::{KeyValue, Keyset, KeysetConnection, PageRequest, paginate},
+        subscription::follow,
     },
 };
 
@@ -99,7 +100,11 @@ impl JobsQuery {
     async fn task(&self, ctx: &Context<'_>, id: ID) -> async_graphql::Result<Option<Task>> {
         let viewer = ctx.viewer()?;
         let id = parse_id("id", &id)?;
-        Ok(jobs(ctx)?.get(viewer, id).await?.as_ref().map(Task::from))
+        let jobs = jobs(ctx)?;
+        match jobs.get(viewer, id).await? {
+            Some(model) => Ok(Some(jobs.view(&model).await?)),
+            None => Ok(None),
+        }
     }
 
     /// Tasks, newest first: your own, or all for admins.
@@ -233,8 +238,9 @@ impl JobsSubscription {
             .await?
             .ok_or(AppError::NotFound("task"))?;
         let aggregate = id.to_string();
+        let first = jobs.view(&current).await?;
         Ok(async_stream::stream! {
-            let mut last = Task::from(&current);
+            let mut last = first;
             let mut done = last.status.is_terminal();
             yield last.clone();
             while !done {
@@ -250,9 +256,15 @@ impl JobsSubscription {
                     },
                     Err(RecvError::Closed) => break,
                 };
-                let Some(task) = next else { continue };
+                let Some(mut task) = next else { continue };
                 if task.updated_at < last.updated_at {
                     continue;
+                }
+                if let Some(scope) = &task.scope {
+                    task.reconciled_generation = store::generations(jobs.db(), scope)
+                        .await
+                        .ok()
+                        .map(|generations| generations.reconciled);
                 }
                 done = task.status.is_terminal();
                 last = task.clone();
@@ -263,30 +275,25 @@ impl JobsSubscription {
 
     /// Outbox events as they are published, optionally only some topics
     /// (e.g. `task.updated`). Members receive events about themselves and
-    /// instance-wide ones; admins receive all.
+    /// instance-wide ones; admins receive all. A subscriber that fell
+    /// behind gets an `EVENTS_LAGGED` error (with `missed`), then the
+    /// events go on.
     async fn events(
         &self,
         ctx: &Context<'_>,
         topics: Option<Vec<String>>,
-    ) -> async_graphql::Result<impl Stream<Item = EventMessage> + use<>> {
+    ) -> async_graphql::Result<impl Stream<Item = async_graphql::Result<EventMessage>> + use<>>
+    {
         let viewer: Viewer = ctx.viewer()?.clone();
-        let mut events = jobs(ctx)?.bus().subscribe();
-        Ok(async_stream::stream! {
-            loop {
-                match events.recv().await {
-                    Ok(event) => {
-                        let wanted = topics.as_ref().is_none_or(|topics| topics.iter().any(|t| *t == event.topic));
-                        let allowed = viewer.is_admin() || event.owner_id.is_none_or(|owner| owner == viewer.user_id);
-                        if wanted && allowed {
-                            yield EventMessage::from(event.as_ref());
-                        }
-                    }
-                    Err(RecvError::Lagged(missed)) => {
-                        tracing::warn!(missed, "events subscriber lagged");
-                    }
-                    Err(RecvError::Closed) => break,
-                }
-            }
-        })
+        let bus = jobs(ctx)?.bus();
+        Ok(follow(bus, move |event| {
+            let wanted = topics
+                .as_ref()
+                .is_none_or(|topics| topics.iter().any(|t| *t == event.topic));
+            let allowed =
+                viewer.is_admin() || event.owner_id.is_none_or(|owner| owner == viewer.user_id);
+            let message = (wanted && allowed).then(|| EventMessage::from(event.as_ref()));
+            async move { message }
+        }))
     }
 }

@@ -43,9 +43,10 @@ impl From<sea_orm::DbErr> for StageError {
 impl From<AppError> for StageError {
     fn from(error: AppError) -> Self {
         match error {
-            AppError::Internal(_) | AppError::Conflict(_) | AppError::RateLimited { .. } => {
-                StageError::Retry(error.into_anyhow())
-            }
+            AppError::Internal(_)
+            | AppError::Conflict(_)
+            | AppError::RateLimited { .. }
+            | AppError::Unavailable { .. } => StageError::Retry(error.into_anyhow()),
             AppError::Unauthenticated(_)
             | AppError::Forbidden(_)
             | AppError::NotFound(_)
@@ -73,13 +74,16 @@ pub struct StageRun<'a> {
     pub committed_progress: Option<Value>,
     pub(super) worker: &'a str,
     pub(super) next_stage: Option<&'static str>,
+    /// Whether a newer generation of the scope supersedes this task at its
+    /// next stage ([`TaskHandler::superseded_by_newer`]).
+    pub(super) superseded_by_newer: bool,
     pub(super) txn: Option<DatabaseTransaction>,
 }
 
 impl StageRun<'_> {
     /// The stage's transaction: opened on first call by recording the stage
-    /// as done (only while this worker holds the lease) and checking the
-    /// scope's generation.
+    /// as done (only while this worker holds the lease) and, unless the
+    /// handler decides that itself, checking the scope's generation.
     pub async fn txn(&mut self) -> Result<&DatabaseTransaction, StageError> {
         if self.txn.is_none() {
             let txn = match store::begin_stage(
@@ -95,7 +99,12 @@ impl StageRun<'_> {
                 store::StageTxn::CancelRequested => return Err(StageError::Cancelled),
                 store::StageTxn::LeaseLost => return Err(StageError::LeaseLost),
             };
-            if let Some(scope) = &self.task.scope {
+            if let Some(scope) = self
+                .task
+                .scope
+                .as_ref()
+                .filter(|_| self.superseded_by_newer)
+            {
                 let latest = store::current_generation(&txn, scope).await?;
                 if latest > self.task.generation.unwrap_or(0) {
                     txn.rollback().await?;
@@ -119,6 +128,13 @@ pub trait TaskHandler: Send + Sync + 'static {
     /// Named stages, run in order; a crashed task resumes at the first stage
     /// not committed. Single-step kinds have one.
     fn stages(&self, task: &task::Model) -> Vec<&'static str>;
+    /// True (the default): a scoped task whose scope has a newer
+    /// generation ends `SUPERSEDED` at its next stage, writing nothing.
+    /// False: the handler decides when its task is covered by other work
+    /// (resource requests end only once their change is reconciled).
+    fn superseded_by_newer(&self) -> bool {
+        true
+    }
     async fn run_stage(&self, run: &mut StageRun<'_>) -> Result<(), StageError>;
 }
 

@@ -8,7 +8,6 @@ use axum::{
 };
 use uuid::Uuid;
 
-use super::model::Task;
 use crate::{
     app::AppState,
     error::AppError,
@@ -27,16 +26,16 @@ pub async fn get_task(
             .await?
             .ok_or(AppError::Unauthenticated("sign in to read tasks"))?;
         let id = Uuid::parse_str(&id).map_err(|_| AppError::NotFound("task"))?;
-        state
-            .services
-            .jobs
+        let jobs = &state.services.jobs;
+        let task = jobs
             .get(&viewer, id)
             .await?
-            .ok_or(AppError::NotFound("task"))
+            .ok_or(AppError::NotFound("task"))?;
+        jobs.view(&task).await
     }
     .await;
     match result {
-        Ok(task) => Json(Task::from(&task)).into_response(),
+        Ok(task) => Json(task).into_response(),
         Err(error) => error.into_response(),
     }
 }

@@ -13,6 +13,7 @@
 //! [`redis::RedisDispatcher`] (any number of processes). Either way the
 //! database is the truth and every claim is conditional.
 
+pub mod analyze;
 pub mod bus;
 pub mod dispatch;
 pub mod finisher;
@@ -43,7 +44,7 @@ use self::{
     bus::EventBus,
     dispatch::{Dispatcher, Embedded},
     handler::Registry,
-    model::{NewTask, Queue, TaskStatus},
+    model::{NewTask, Queue, Task, TaskStatus},
     outbox::{LocalSink, Publisher, Sink},
     redis::{RedisDispatcher, RedisKeys, RedisSink},
     runner::{Periodic, RunnerSettings},
@@ -277,6 +278,16 @@ impl Jobs {
         Ok(task.filter(|task| visible(viewer, task)))
     }
 
+    /// The task as the API shows it, with its scope's reconciled generation.
+    pub async fn view(&self, model: &task::Model) -> AppResult<Task> {
+        let mut task = Task::from(model);
+        if let Some(scope) = &model.scope {
+            task.reconciled_generation =
+                Some(store::generations(&self.inner.db, scope).await?.reconciled);
+        }
+        Ok(task)
+    }
+
     /// Cancels a task the viewer may see.
     pub async fn cancel(&self, viewer: &Viewer, id: Uuid) -> AppResult<task::Model> {
         self.get(viewer, id)
@@ -349,6 +360,12 @@ pub fn registry(db: &DatabaseConnection, retention: sweep::Retention) -> Registr
         name: sweep::KIND,
         period: Duration::from_secs(3600),
         task: sweep::new_task,
+    });
+    registry.register(Arc::new(analyze::AnalyzeHandler));
+    registry.register_periodic(Periodic {
+        name: analyze::KIND,
+        period: analyze::PERIOD,
+        task: analyze::new_task,
     });
     registry
 }

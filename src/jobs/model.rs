@@ -115,7 +115,14 @@ pub struct Task {
     pub attempt_count: i32,
     pub max_attempts: i32,
     pub scope: Option<String>,
+    /// The task's place in its scope: a newer request has a larger one.
     pub generation: Option<i64>,
+    /// The scope's work is done up to this generation (for `resources`:
+    /// applied and reconciled into the tree), so `generation <=
+    /// reconciledGeneration` says the task's change is visible. Read when
+    /// the task is; not part of its events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconciled_generation: Option<i64>,
     /// Not started before this instant (retry backoff).
     #[serde(with = "utc_micros")]
     pub run_at: DateTime<Utc>,
@@ -240,6 +247,7 @@ impl From<TaskSnapshot> for Task {
             max_attempts: snapshot.max_attempts,
             scope: snapshot.scope,
             generation: snapshot.generation,
+            reconciled_generation: None,
             run_at: snapshot.run_at,
             created_at: snapshot.created_at,
             updated_at: snapshot.updated_at,

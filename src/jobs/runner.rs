@@ -329,6 +329,7 @@ async fn run_stages(
             committed_progress: committed_progress.clone(),
             worker: &settings.worker_id,
             next_stage: stages.get(index + 1).copied(),
+            superseded_by_newer: handler.superseded_by_newer(),
             txn: None,
         };
         let outcome = match handler.run_stage(&mut run).await {

@@ -7,7 +7,7 @@
 //! was reclaimed can no longer change the task (its stage transaction rolls
 //! back with its effects).
 
-use std::time::Duration;
+use std::{collections::HashMap, time::Duration};
 
 use chrono::{DateTime, Utc};
 use entity::{idempotency_key, task};
@@ -509,6 +509,51 @@ pub async fn current_generation(txn: &impl ConnectionTrait, scope: &str) -> AppR
     })
 }
 
+/// A scope's generations, read without a lock.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Generations {
+    /// The newest generation accepted (committed).
+    pub latest: i64,
+    /// The scope's work is done up to this one: for `resources`, every
+    /// request up to it is applied and reconciled into the tree.
+    pub reconciled: i64,
+}
+
+/// The scope's generations (zero for a scope never used).
+pub async fn generations(db: &impl ConnectionTrait, scope: &str) -> AppResult<Generations> {
+    let row = db
+        .query_one_raw(stmt(
+            db.get_database_backend(),
+            "SELECT generation, reconciled_generation FROM task_scopes WHERE scope = $1",
+            vec![scope.into()],
+        ))
+        .await?;
+    Ok(match row {
+        Some(row) => Generations {
+            latest: row.try_get("", "generation")?,
+            reconciled: row.try_get("", "reconciled_generation")?,
+        },
+        None => Generations::default(),
+    })
+}
+
+/// Records that the scope's work is done up to `generation` (never moving
+/// back), in the transaction that did the last of it.
+pub async fn record_reconciled(
+    txn: &impl ConnectionTrait,
+    scope: &str,
+    generation: i64,
+) -> AppResult<()> {
+    txn.execute_raw(stmt(
+        txn.get_database_backend(),
+        "UPDATE task_scopes SET reconciled_generation = $2 \
+         WHERE scope = $1 AND reconciled_generation < $2",
+        vec![scope.into(), generation.into()],
+    ))
+    .await?;
+    Ok(())
+}
+
 const CLAIM_SET: &str = "SET status = 'RUNNING', lease_owner = $1, lease_expires_at = $2, \
      heartbeat_at = $3, attempt_count = attempt_count + 1, \
      started_at = COALESCE(started_at, $3), updated_at = $3";
@@ -901,6 +946,53 @@ pub async fn cancel(db: &DatabaseConnection, id: Uuid) -> AppResult<task::Model>
     emit_task_updated(&txn, &model).await?;
     txn.commit().await?;
     Ok(model)
+}
+
+/// Ends the queued tasks of `scope` up to `generation` whose work another
+/// task has just done (it covered them): `SUPERSEDED`, or `FAILED` with the
+/// reason for those in `failed`. Queued only: a running task finds out
+/// itself at its next stage. Each gets its `task.updated` event, in the
+/// covering task's transaction. Returns how many ended.
+pub async fn end_covered(
+    txn: &impl ConnectionTrait,
+    scope: &str,
+    generation: i64,
+    failed: &HashMap<Uuid, String>,
+) -> AppResult<usize> {
+    let now = Utc::now();
+    let mut ended = task::Entity::update_many()
+        .col_expr(
+            task::Column::Status,
+            Expr::value(TaskStatus::Superseded.as_str()),
+        )
+        .col_expr(task::Column::FinishedAt, Expr::value(now))
+        .col_expr(task::Column::UpdatedAt, Expr::value(now))
+        .filter(task::Column::Scope.eq(scope))
+        .filter(task::Column::Generation.lte(generation))
+        .filter(task::Column::Status.eq(TaskStatus::Queued.as_str()))
+        .exec_with_returning(txn)
+        .await?;
+    for model in ended
+        .iter_mut()
+        .filter(|model| failed.contains_key(&model.id))
+    {
+        let reason = failed[&model.id].clone();
+        if let Some(updated) = task::Entity::update_many()
+            .col_expr(
+                task::Column::Status,
+                Expr::value(TaskStatus::Failed.as_str()),
+            )
+            .col_expr(task::Column::Error, Expr::value(reason))
+            .filter(task::Column::Id.eq(model.id))
+            .exec_with_returning(txn)
+            .await?
+            .pop()
+        {
+            *model = updated;
+        }
+    }
+    emit_tasks_updated(txn, &ended).await?;
+    Ok(ended.len())
 }
 
 /// Deletes idempotency keys past their expiry.

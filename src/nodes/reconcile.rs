@@ -6,8 +6,13 @@
 //! Work is found in the database, not handed from stage to stage in memory:
 //! `resources.needs_mapping` marks resources whose nodes must be
 //! recomputed, `node_dirty` nodes whose properties or aggregated status
-//! must. A task superseded half-way leaves its marks for the newer task,
-//! which does that work along with its own.
+//! must. Passes of several tasks overlap (their stages never do), so a
+//! phase takes whatever is marked when it runs, whichever pass left it.
+//! One order matters: Topology Sync may take a resource only after a
+//! Mapping stage has checked its orphans since its last change
+//! (`resources.orphans_checked`, cleared by every mutation), so a change
+//! that lands between one pass's Mapping and Topology Sync stages waits
+//! for the next Mapping stage instead of leaving orphans behind.
 //!
 //! Predicates on these marks are written as literals (`WHERE
 //! needs_mapping`), not parameters, so that PostgreSQL's cached generic
@@ -51,7 +56,7 @@ use super::{
 use crate::{
     db::placeholders,
     error::{AppError, AppResult},
-    jobs::{model::TaskStatus, outbox},
+    jobs::{model::TaskStatus, outbox, store},
 };
 
 /// Rows per multi-row statement (well under either backend's parameter limit).
@@ -243,24 +248,44 @@ impl Phase {
 
 // ---------------------------------------------------------------- Mutation
 
-/// What the mutation stage applied.
-#[derive(Debug, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MutationReport {
-    /// Requests applied (this one and older ones a newer request took over).
-    pub applied: usize,
-    /// Requests whose resource no longer existed.
-    pub skipped: usize,
+/// Takes the tree's lock for the rest of the stage transaction: passes of
+/// different tasks may overlap, their stages never do. On SQLite the
+/// stage transaction already holds the database's write lock.
+pub async fn lock_tree(txn: &DatabaseTransaction) -> AppResult<()> {
+    if txn.get_database_backend() == DbBackend::Postgres {
+        txn.execute_raw(stmt(
+            txn,
+            "SELECT id FROM node_tree WHERE id = 1 FOR UPDATE",
+            vec![],
+        ))
+        .await?;
+    }
+    Ok(())
 }
 
-/// Applies, in generation order, every accepted request up to this task's
-/// generation that is not applied yet: this task's own, and those of older
-/// tasks that were superseded before they got here. So superseding never
-/// loses a mutation. Failed and cancelled requests are not applied.
-pub async fn apply_mutations(
-    txn: &DatabaseTransaction,
-    generation: i64,
-) -> AppResult<MutationReport> {
+/// What the mutation stage applied.
+#[derive(Debug, Default, Serialize, serde::Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct MutationReport {
+    /// Requests this pass applied (this task's and any other not applied
+    /// yet, older or newer).
+    pub applied: usize,
+    /// Requests this pass could not apply: a resource they name was gone.
+    /// Their tasks end `FAILED` (`NOT_FOUND`).
+    pub skipped: usize,
+    /// Every request of the scope up to this generation is applied; the
+    /// pass's reconciliation makes them visible.
+    pub generation: i64,
+}
+
+/// Applies, in generation order, every accepted request of the scope that
+/// is not applied yet, up to the newest accepted one: this task's own,
+/// older ones whose tasks have not got here, and newer ones, so one pass
+/// covers everything waiting (a work queue that merges pending keys).
+/// A request applies entirely or not at all: one naming a resource that is
+/// gone is recorded in `resource_rejections`, and its task fails. Failed
+/// and cancelled requests are not applied. Runs under [`lock_tree`].
+pub async fn apply_mutations(txn: &DatabaseTransaction) -> AppResult<MutationReport> {
     let applied_row = txn
         .query_one_raw(stmt(
             txn,
@@ -270,15 +295,22 @@ pub async fn apply_mutations(
         .await?
         .ok_or_else(|| AppError::internal(anyhow::anyhow!("node_tree row missing")))?;
     let applied: i64 = applied_row.try_get("", "applied_generation")?;
-    let mut report = MutationReport::default();
-    if applied >= generation {
+    // Generations commit in order (the scope's row is locked from the
+    // generation's allocation to its commit), so every request up to the
+    // newest committed generation is visible here.
+    let newest = store::generations(txn, ops::SCOPE).await?.latest;
+    let mut report = MutationReport {
+        generation: applied.max(newest),
+        ..MutationReport::default()
+    };
+    if applied >= newest {
         return Ok(report);
     }
     let pending = task::Entity::find()
         .filter(task::Column::Scope.eq(ops::SCOPE))
         .filter(task::Column::Kind.is_in(ops::KINDS.map(|(kind, _)| kind)))
         .filter(task::Column::Generation.gt(applied))
-        .filter(task::Column::Generation.lte(generation))
+        .filter(task::Column::Generation.lte(newest))
         .filter(
             task::Column::Status
                 .is_not_in([TaskStatus::Failed.as_str(), TaskStatus::Cancelled.as_str()]),
@@ -286,33 +318,90 @@ pub async fn apply_mutations(
         .order_by_asc(task::Column::Generation)
         .all(txn)
         .await?;
+    let now = Utc::now();
     for request in pending {
-        let Ok(operation) = serde_json::from_value::<Operation>(request.payload.clone()) else {
-            tracing::warn!(task_id = %request.id, "resource task with an unreadable payload");
-            report.skipped += 1;
-            continue;
+        let outcome = match serde_json::from_value::<Operation>(request.payload.clone()) {
+            Ok(operation) => apply_one(txn, request.id, &operation).await?,
+            Err(error) => Err(format!("the request is unreadable: {error}")),
         };
-        if apply_one(txn, request.id, &operation).await? {
-            report.applied += 1;
-        } else {
-            report.skipped += 1;
+        match outcome {
+            Ok(()) => report.applied += 1,
+            Err(reason) => {
+                report.skipped += 1;
+                txn.execute_raw(stmt(
+                    txn,
+                    "INSERT INTO resource_rejections (task_id, reason, created_at) \
+                     VALUES ($1, $2, $3) ON CONFLICT (task_id) DO NOTHING",
+                    vec![request.id.into(), reason.into(), now.into()],
+                ))
+                .await?;
+            }
         }
     }
     txn.execute_raw(stmt(
         txn,
         "UPDATE node_tree SET applied_generation = $1 WHERE id = 1",
-        vec![generation.into()],
+        vec![newest.into()],
     ))
     .await?;
     Ok(report)
 }
 
-/// Applies one request; false when its resource is gone.
+/// Why the request of task `task_id` could not be applied, if a pass
+/// found it so.
+pub async fn rejection(db: &impl ConnectionTrait, task_id: Uuid) -> AppResult<Option<String>> {
+    let row = db
+        .query_one_raw(Statement::from_sql_and_values(
+            db.get_database_backend(),
+            "SELECT reason FROM resource_rejections WHERE task_id = $1",
+            vec![task_id.into()],
+        ))
+        .await?;
+    Ok(match row {
+        Some(row) => Some(row.try_get::<String>("", "reason")?),
+        None => None,
+    })
+}
+
+/// The rejections of tasks still queued, by task.
+pub async fn queued_rejections(txn: &DatabaseTransaction) -> AppResult<HashMap<Uuid, String>> {
+    txn.query_all_raw(stmt(
+        txn,
+        "SELECT r.task_id, r.reason FROM resource_rejections r \
+         JOIN tasks t ON t.id = r.task_id WHERE t.status = 'QUEUED'",
+        vec![],
+    ))
+    .await?
+    .iter()
+    .map(|row| Ok((row.try_get("", "task_id")?, row.try_get("", "reason")?)))
+    .collect()
+}
+
+/// Forgets the rejections of tasks that have ended: only a task still
+/// running reads its own.
+pub async fn forget_rejections(txn: &DatabaseTransaction) -> AppResult<u64> {
+    let result = txn
+        .execute_raw(stmt(
+            txn,
+            "DELETE FROM resource_rejections WHERE task_id NOT IN \
+             (SELECT id FROM tasks WHERE status IN ('QUEUED', 'RUNNING'))",
+            vec![],
+        ))
+        .await?;
+    Ok(result.rows_affected())
+}
+
+/// The reason a resource named by a request is gone.
+fn gone(id: &Uuid) -> String {
+    format!("NOT_FOUND: resource {id} was deleted before this request applied")
+}
+
+/// Applies one request whole, or says why it cannot be.
 async fn apply_one(
     txn: &DatabaseTransaction,
     task_id: Uuid,
     operation: &Operation,
-) -> AppResult<bool> {
+) -> AppResult<Result<(), String>> {
     let now = Utc::now();
     match operation {
         Operation::Create { attributes } => {
@@ -329,7 +418,7 @@ async fn apply_one(
                 ],
             ))
             .await?;
-            Ok(true)
+            Ok(Ok(()))
         }
         Operation::UpdateA { resource_id, patch } | Operation::UpdateB { resource_id, patch } => {
             let Some(row) = txn
@@ -340,33 +429,50 @@ async fn apply_one(
                 ))
                 .await?
             else {
-                return Ok(false);
+                return Ok(Err(gone(resource_id)));
             };
             let mut attributes = match row.try_get::<serde_json::Value>("", "attributes")? {
                 serde_json::Value::Object(map) => map,
                 _ => Map::new(),
             };
             ops::merge_patch(&mut attributes, patch);
-            replace_attributes(txn, *resource_id, attributes).await
+            replace_attributes(txn, *resource_id, attributes).await?;
+            Ok(Ok(()))
         }
         Operation::UpdateC { resources } => {
-            let mut any = false;
-            for replacement in resources {
-                any |=
-                    replace_attributes(txn, replacement.id, replacement.attributes.clone()).await?;
+            let ids: Vec<Uuid> = resources.iter().map(|replacement| replacement.id).collect();
+            let live: BTreeSet<Uuid> = select_in(
+                txn,
+                "SELECT id FROM resources WHERE deleting = $1 AND id IN ({})",
+                &[false.into()],
+                &ids,
+            )
+            .await?
+            .iter()
+            .map(|row| row.try_get::<Uuid>("", "id"))
+            .collect::<Result<_, _>>()?;
+            if let Some(missing) = ids.iter().find(|id| !live.contains(id)) {
+                return Ok(Err(gone(missing)));
             }
-            Ok(any)
+            for replacement in resources {
+                replace_attributes(txn, replacement.id, replacement.attributes.clone()).await?;
+            }
+            Ok(Ok(()))
         }
         Operation::Delete { resource_id } => {
             let result = txn
                 .execute_raw(stmt(
                     txn,
-                    "UPDATE resources SET deleting = $1, needs_mapping = $1, version = version + 1, \
-                     updated_at = $2 WHERE id = $3 AND deleting = $4",
+                    "UPDATE resources SET deleting = $1, needs_mapping = $1, orphans_checked = FALSE, \
+                     version = version + 1, updated_at = $2 WHERE id = $3 AND deleting = $4",
                     vec![true.into(), now.into(), (*resource_id).into(), false.into()],
                 ))
                 .await?;
-            Ok(result.rows_affected() == 1)
+            Ok(if result.rows_affected() == 1 {
+                Ok(())
+            } else {
+                Err(gone(resource_id))
+            })
         }
     }
 }
@@ -375,22 +481,21 @@ async fn replace_attributes(
     txn: &DatabaseTransaction,
     id: Uuid,
     attributes: Map<String, serde_json::Value>,
-) -> AppResult<bool> {
-    let result = txn
-        .execute_raw(stmt(
-            txn,
-            "UPDATE resources SET attributes = $1, needs_mapping = $2, version = version + 1, \
-             updated_at = $3 WHERE id = $4 AND deleting = $5",
-            vec![
-                serde_json::Value::Object(attributes).into(),
-                true.into(),
-                Utc::now().into(),
-                id.into(),
-                false.into(),
-            ],
-        ))
-        .await?;
-    Ok(result.rows_affected() == 1)
+) -> AppResult<()> {
+    txn.execute_raw(stmt(
+        txn,
+        "UPDATE resources SET attributes = $1, needs_mapping = $2, orphans_checked = FALSE, \
+             version = version + 1, updated_at = $3 WHERE id = $4 AND deleting = $5",
+        vec![
+            serde_json::Value::Object(attributes).into(),
+            true.into(),
+            Utc::now().into(),
+            id.into(),
+            false.into(),
+        ],
+    ))
+    .await?;
+    Ok(())
 }
 
 // ------------------------------------------------------- Mapping (phase 1)
@@ -401,17 +506,19 @@ struct DirtyResource {
     specs: Vec<NodeSpec>,
 }
 
+/// The marked resources; `checked`: only those whose orphans the Mapping
+/// stage checked since their last change (what Topology Sync may take).
 async fn dirty_resources(
     txn: &DatabaseTransaction,
     config: &NodeConfig,
+    checked: bool,
 ) -> AppResult<Vec<DirtyResource>> {
-    let rows = txn
-        .query_all_raw(stmt(
-            txn,
-            "SELECT id, attributes, deleting FROM resources WHERE needs_mapping",
-            vec![],
-        ))
-        .await?;
+    let sql = if checked {
+        "SELECT id, attributes, deleting FROM resources WHERE needs_mapping AND orphans_checked"
+    } else {
+        "SELECT id, attributes, deleting FROM resources WHERE needs_mapping"
+    };
+    let rows = txn.query_all_raw(stmt(txn, sql, vec![])).await?;
     rows.iter()
         .map(|row| {
             let deleting: bool = row.try_get("", "deleting")?;
@@ -475,10 +582,20 @@ pub async fn delete_orphans(
     txn: &DatabaseTransaction,
     config: &NodeConfig,
 ) -> AppResult<OrphanReport> {
-    let dirty = dirty_resources(txn, config).await?;
+    let dirty = dirty_resources(txn, config, false).await?;
     if dirty.is_empty() {
         return Ok(OrphanReport::default());
     }
+    // Exactly the resources read here; one changed after this commits is
+    // unchecked again and waits for the next Mapping stage.
+    let ids: Vec<Uuid> = dirty.iter().map(|resource| resource.id).collect();
+    select_in(
+        txn,
+        "UPDATE resources SET orphans_checked = TRUE WHERE id IN ({}) RETURNING id",
+        &[],
+        &ids,
+    )
+    .await?;
     let new_keys: HashMap<Uuid, BTreeSet<&str>> = dirty
         .iter()
         .map(|resource| {
@@ -498,7 +615,6 @@ pub async fn delete_orphans(
         .map(|key| (*key).to_owned())
         .collect();
     let mut leaving: BTreeMap<i64, (String, String, usize)> = BTreeMap::new();
-    let ids: Vec<Uuid> = dirty.iter().map(|resource| resource.id).collect();
     for link in current_mapping(txn, &ids).await? {
         let stays = new_keys
             .get(&link.resource)
@@ -637,7 +753,9 @@ pub async fn sync_topology(
     txn: &DatabaseTransaction,
     config: &NodeConfig,
 ) -> AppResult<TopologyReport> {
-    let dirty = dirty_resources(txn, config).await?;
+    // Only resources whose orphans were checked since their last change: a
+    // change that landed after this pass's Mapping stage waits for the next.
+    let dirty = dirty_resources(txn, config, true).await?;
     let mut report = TopologyReport::default();
     if dirty.is_empty() {
         return Ok(report);
@@ -667,9 +785,8 @@ pub async fn sync_topology(
     report.new_nodes = new_nodes.len();
 
     // Phase 3: the mapping, by delta (and the leaf flag where it changed).
-    // Exactly the resources this stage read: a mark set since then (there
-    // is none while the scope is held, but the phases do not rely on it)
-    // stays for the next reconciliation.
+    // Exactly the resources this stage read: a mark set since then stays
+    // for the next reconciliation.
     let processed: Vec<Uuid> = dirty.iter().map(|resource| resource.id).collect();
     let old: BTreeMap<(Uuid, i64), bool> = current_mapping(txn, &processed)
         .await?
@@ -751,7 +868,8 @@ pub async fn sync_topology(
     report.resources_deleted = deleted.len();
     select_in(
         txn,
-        "UPDATE resources SET needs_mapping = FALSE WHERE id IN ({}) RETURNING id",
+        "UPDATE resources SET needs_mapping = FALSE, orphans_checked = FALSE WHERE id IN ({}) \
+         RETURNING id",
         &[],
         &processed,
     )

@@ -15,7 +15,7 @@ use uuid::Uuid;
 use super::{
     config::NodeConfig,
     ops::{self, Operation},
-    pipeline, plan,
+    pipeline, plan, reconcile,
 };
 use crate::{
     auth::Viewer,
@@ -86,7 +86,10 @@ impl NodesService {
             return Ok(None);
         }
         let txn = self.db.begin().await?;
-        // First, so that the scope is held before the digest is compared.
+        // The tree's lock before the scope's, in the order a stage takes
+        // them, so the two never wait for each other.
+        reconcile::lock_tree(&txn).await?;
+        // Then the scope, held before the digest is compared.
         let task = store::insert_task(
             &txn,
             &pipeline::reconcile_task(),
@@ -101,7 +104,7 @@ impl NodesService {
         }
         txn.execute_raw(Statement::from_string(
             backend,
-            "UPDATE resources SET needs_mapping = TRUE WHERE NOT needs_mapping",
+            "UPDATE resources SET needs_mapping = TRUE, orphans_checked = FALSE",
         ))
         .await?;
         txn.execute_raw(Statement::from_string(

@@ -19,4 +19,5 @@ mod ops;
 mod reader_apps;
 mod reconcile;
 mod slowclient;
+mod task_contract;
 mod websocket;

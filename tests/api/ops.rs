@@ -342,3 +342,111 @@ async fn start_up_warns_when_the_data_is_readable_by_others(backend: Backend) {
         Vec::<String>::new()
     );
 }
+
+/// With autovacuum off for a table, its planner statistics are refreshed
+/// by `system.analyze` once it changed enough; `/readyz` says autovacuum's
+/// state. PostgreSQL only: SQLite's planner takes no statistics here.
+#[tokio::test]
+async fn tables_autovacuum_skips_are_analyzed_by_the_server() {
+    use sea_orm::ConnectionTrait;
+    use serde_json::json;
+    let app = spawn_app(Backend::Postgres).await;
+    let db = app.database().await;
+    db.execute_unprepared("ALTER TABLE tasks SET (autovacuum_enabled = false)")
+        .await
+        .unwrap();
+    let ready: serde_json::Value = app
+        .client
+        .get(app.url("/readyz"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    // What the server's setting is (autovacuum may be off on this machine).
+    let server_on = db
+        .query_one_raw(sea_orm::Statement::from_string(
+            sea_orm::DbBackend::Postgres,
+            "SELECT current_setting('autovacuum') = 'on' AS on",
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get::<bool>("", "on")
+        .unwrap();
+    assert_eq!(
+        ready["checks"]["autovacuum"],
+        if server_on { "on" } else { "off" },
+        "{ready}"
+    );
+
+    let admin = app.admin().await;
+    for _ in 0..60 {
+        app.gql("mutation { probeTask(input: {}) { id } }", json!({}))
+            .bearer(&admin.access)
+            .send()
+            .await
+            .data();
+    }
+    // PostgreSQL counts changes per backend and publishes them within
+    // seconds: wait until it shows them (bounded).
+    let modified = "SELECT n_mod_since_analyze FROM pg_stat_user_tables WHERE relname = 'tasks'";
+    let mut seen = 0;
+    for _ in 0..300 {
+        seen = db
+            .query_one_raw(sea_orm::Statement::from_string(
+                sea_orm::DbBackend::Postgres,
+                modified,
+            ))
+            .await
+            .unwrap()
+            .unwrap()
+            .try_get::<i64>("", "n_mod_since_analyze")
+            .unwrap();
+        if seen > 50 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(seen > 50, "PostgreSQL never showed the changes ({seen})");
+
+    let run = app
+        .gql(
+            "mutation { runPeriodicJob(name: \"system.analyze\") { id } }",
+            json!({}),
+        )
+        .bearer(&admin.access)
+        .send()
+        .await;
+    let id = run.data()["runPeriodicJob"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let task = crate::jobs::wait_terminal(&app, &admin.access, &id).await;
+    assert_eq!(task["status"], "SUCCEEDED", "{task}");
+    let analyzed = task["result"]["analyzed"].as_array().unwrap();
+    assert!(analyzed.iter().any(|name| name == "tasks"), "{task}");
+    // A table that barely changed is left alone.
+    assert!(!analyzed.iter().any(|name| name == "users"), "{task}");
+    // As published by PostgreSQL's statistics, again within seconds.
+    let mut last = false;
+    for _ in 0..300 {
+        last = db
+            .query_one_raw(sea_orm::Statement::from_string(
+                sea_orm::DbBackend::Postgres,
+                "SELECT last_analyze IS NOT NULL AS done FROM pg_stat_user_tables \
+                 WHERE relname = 'tasks'",
+            ))
+            .await
+            .unwrap()
+            .unwrap()
+            .try_get::<bool>("", "done")
+            .unwrap();
+        if last {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(last, "tasks was not analyzed");
+}
