@@ -16,12 +16,6 @@ use axum::{
     extract::State,
     response::{IntoResponse, Response},
 };
-use chrono::{DateTime, Utc};
-use entity::feed_fetch_state;
-use sea_orm::{
-    ColumnTrait, EntityTrait, QueryFilter, QuerySelect,
-    sea_query::{Expr, Func},
-};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -113,20 +107,27 @@ async fn respond(
     }
     answer.insert(
         "last_refreshed_on_time".into(),
-        json!(last_refreshed(feeds, user).await?),
+        json!(
+            feeds
+                .last_checked(user)
+                .await?
+                .map_or(0, |at| at.timestamp())
+        ),
     );
     if has("groups") || has("feeds") {
         let groups = feeds.groups(user).await?;
         let all = feeds.feeds(user, None).await?;
+        // Only groups with feeds, as the peers list them.
         let feeds_groups: Vec<Value> = groups
             .iter()
-            .map(|group| {
+            .filter_map(|group| {
                 let ids: Vec<String> = all
                     .iter()
                     .filter(|feed| feed.group_id == group.id)
                     .map(|feed| feed.id.to_string())
                     .collect();
-                json!({ "group_id": group.id, "feed_ids": ids.join(",") })
+                (!ids.is_empty())
+                    .then(|| json!({ "group_id": group.id, "feed_ids": ids.join(",") }))
             })
             .collect();
         if has("groups") {
@@ -137,6 +138,7 @@ async fn respond(
             answer.insert("groups".into(), json!(list));
         }
         if has("feeds") {
+            let checked = feeds.last_successes(user).await?;
             let list: Vec<Value> = all
                 .iter()
                 .map(|feed| {
@@ -147,7 +149,8 @@ async fn respond(
                         "url": feed.link,
                         "site_url": feed.site_url.clone().unwrap_or_default(),
                         "is_spark": 0,
-                        "last_updated_on_time": feed.updated_at.timestamp(),
+                        // The last successful check (0: never), not an edit.
+                        "last_updated_on_time": checked.get(&feed.id).map_or(0, |at| at.timestamp()),
                     })
                 })
                 .collect();
@@ -275,26 +278,4 @@ async fn id_list(feeds: &FeedsService, user: Uuid, list: &str) -> AppResult<Stri
     };
     let ids = feeds.item_ids_in_state(user, state).await?;
     Ok(ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
-}
-
-/// When the user's feeds were last checked, as a Unix time (0: never).
-async fn last_refreshed(feeds: &FeedsService, user: Uuid) -> AppResult<i64> {
-    let latest: Option<Option<DateTime<Utc>>> = feed_fetch_state::Entity::find()
-        .select_only()
-        .expr(Func::max(Expr::col(
-            feed_fetch_state::Column::LastCheckedAt,
-        )))
-        .filter(
-            feed_fetch_state::Column::FeedId.in_subquery(
-                sea_orm::sea_query::Query::select()
-                    .column(entity::feed::Column::Id)
-                    .from(entity::feed::Entity)
-                    .and_where(entity::feed::Column::UserId.eq(user))
-                    .to_owned(),
-            ),
-        )
-        .into_tuple()
-        .one(feeds.db())
-        .await?;
-    Ok(latest.flatten().map(|at| at.timestamp()).unwrap_or(0))
 }

@@ -28,7 +28,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use entity::{feed, item, reader_credential};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select};
 use serde_json::{Value, json};
@@ -80,6 +80,21 @@ pub fn routes() -> Router<AppState> {
         .route("/reader/api/0/subscription/quickadd", post(quickadd))
         .route("/reader/api/0/rename-tag", post(rename_tag))
         .route("/reader/api/0/disable-tag", post(disable_tag))
+        .route(
+            "/reader/api/0/subscription/export",
+            get(subscription_export),
+        )
+        .route(
+            "/reader/api/0/subscription/import",
+            post(subscription_import),
+        )
+        // Probed by apps at start-up; Trellis keeps no such preferences.
+        .route("/reader/api/0/preference/list", get(preference_list))
+        .route(
+            "/reader/api/0/preference/stream/list",
+            get(stream_preference_list),
+        )
+        .route("/reader/api/0/friend/list", get(friend_list))
 }
 
 /// A stream a client can ask for.
@@ -394,17 +409,10 @@ async fn tag_list(ReaderRequest { user, feeds, .. }: ReaderRequest) -> Reply {
     Ok(Json(json!({ "tags": tags })).into_response())
 }
 
+/// Unread counts per feed, per label and in all, each with the newest
+/// unread item's `newestItemTimestampUsec` (what apps sort and badge by).
 async fn unread_count(ReaderRequest { user, feeds, .. }: ReaderRequest) -> Reply {
-    let counts: Vec<(i64, i64)> = feeds
-        .items_of(user)
-        .select_only()
-        .column(item::Column::FeedId)
-        .column_as(item::Column::Id.count(), "count")
-        .filter(item::Column::Unread.eq(true))
-        .group_by(item::Column::FeedId)
-        .into_tuple()
-        .all(feeds.db())
-        .await?;
+    let counts = feeds.unread_per_feed(user).await?;
     let groups = group_names(&feeds, user).await?;
     // Each feed's label, looked up once per count.
     let labels: HashMap<i64, &String> = feeds
@@ -413,22 +421,36 @@ async fn unread_count(ReaderRequest { user, feeds, .. }: ReaderRequest) -> Reply
         .iter()
         .filter_map(|feed| Some((feed.id, groups.get(&feed.group_id)?)))
         .collect();
-    let mut per_label: HashMap<String, i64> = HashMap::new();
-    let mut total = 0;
+    let usec = |at: Option<DateTime<Utc>>| at.map_or(0, |at| at.timestamp_micros()).to_string();
+    let mut per_label: HashMap<String, (i64, Option<DateTime<Utc>>)> = HashMap::new();
+    let (mut total, mut newest) = (0, None);
     let mut entries = Vec::new();
-    for (feed_id, count) in counts {
-        total += count;
-        if let Some(label) = labels.get(&feed_id) {
-            *per_label.entry((*label).clone()).or_default() += count;
+    for count in counts {
+        total += count.count;
+        newest = newest.max(count.newest);
+        if let Some(label) = labels.get(&count.feed_id) {
+            let entry = per_label.entry((*label).clone()).or_default();
+            entry.0 += count.count;
+            entry.1 = entry.1.max(count.newest);
         }
-        entries.push(json!({ "id": format!("feed/{feed_id}"), "count": count }));
+        entries.push(json!({
+            "id": format!("feed/{}", count.feed_id),
+            "count": count.count,
+            "newestItemTimestampUsec": usec(count.newest),
+        }));
     }
-    entries.extend(
-        per_label.into_iter().map(
-            |(label, count)| json!({ "id": format!("{LABEL_PREFIX}{label}"), "count": count }),
-        ),
-    );
-    entries.push(json!({ "id": READING_LIST, "count": total }));
+    entries.extend(per_label.into_iter().map(|(label, (count, newest))| {
+        json!({
+            "id": format!("{LABEL_PREFIX}{label}"),
+            "count": count,
+            "newestItemTimestampUsec": usec(newest),
+        })
+    }));
+    entries.push(json!({
+        "id": READING_LIST,
+        "count": total,
+        "newestItemTimestampUsec": usec(newest),
+    }));
     Ok(Json(json!({ "max": total, "unreadcounts": entries })).into_response())
 }
 
@@ -606,11 +628,16 @@ async fn contents(
         .into_iter()
         .map(|feed| (feed.id, feed))
         .collect();
+    let groups = group_names(feeds, user).await?;
     let items: Vec<Value> = items
         .into_iter()
         .map(|item| {
             let source = sources.get(&item.feed_id);
             let mut categories = vec![READING_LIST.to_owned()];
+            // The folder, as the peers list it (apps file items by it).
+            if let Some(label) = source.and_then(|feed| groups.get(&feed.group_id)) {
+                categories.push(format!("{LABEL_PREFIX}{label}"));
+            }
             if !item.unread {
                 categories.push(READ.to_owned());
             }
@@ -936,6 +963,42 @@ async fn disable_tag(
         }
     }
     ok()
+}
+
+/// `subscription/export`: the subscriptions as OPML.
+async fn subscription_export(ReaderRequest { user, feeds, .. }: ReaderRequest) -> Reply {
+    let opml = feeds.export_opml(user).await?;
+    Ok(([(header::CONTENT_TYPE, "text/x-opml; charset=utf-8")], opml).into_response())
+}
+
+/// `subscription/import`: an OPML document as the request body (FreshRSS
+/// reads it so); feeds already followed are skipped, as in `importOpml`.
+async fn subscription_import(
+    ReaderRequest {
+        user,
+        feeds,
+        params,
+        ..
+    }: ReaderRequest,
+) -> Reply {
+    let text = std::str::from_utf8(params.raw_body())
+        .map_err(|_| AppError::bad_input("opml", "an OPML document in UTF-8"))?;
+    let listed =
+        super::opml::parse(text).map_err(|error| AppError::bad_input("opml", error.to_string()))?;
+    feeds.import_feeds(user, listed).await?;
+    ok()
+}
+
+async fn preference_list(_: ReaderRequest) -> Json<Value> {
+    Json(json!({ "prefs": [] }))
+}
+
+async fn stream_preference_list(_: ReaderRequest) -> Json<Value> {
+    Json(json!({ "streamprefs": {} }))
+}
+
+async fn friend_list(_: ReaderRequest) -> Json<Value> {
+    Json(json!({ "friends": [] }))
 }
 
 #[cfg(test)]

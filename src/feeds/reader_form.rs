@@ -20,6 +20,7 @@ use crate::error::AppError;
 pub struct Params {
     query: Vec<(String, String)>,
     body: Vec<(String, String)>,
+    raw_body: Vec<u8>,
 }
 
 fn first<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
@@ -35,7 +36,14 @@ impl Params {
         Params {
             query: parse(query.unwrap_or_default().as_bytes()),
             body: parse(body),
+            raw_body: body.to_vec(),
         }
+    }
+
+    /// The body as sent, for endpoints that take a document (an OPML
+    /// import) rather than a form.
+    pub fn raw_body(&self) -> &[u8] {
+        &self.raw_body
     }
 
     /// A value, the form body's over the query string's.

@@ -68,6 +68,14 @@ pub enum ReadScope {
     All,
 }
 
+/// A feed's unread items: how many, and the newest one's date.
+#[derive(Debug, Clone)]
+pub struct UnreadCount {
+    pub feed_id: i64,
+    pub count: i64,
+    pub newest: Option<DateTime<Utc>>,
+}
+
 /// A state an item's id list is asked for.
 #[derive(Debug, Clone, Copy)]
 pub enum ItemState {
@@ -624,6 +632,59 @@ impl FeedsService {
             .await?)
     }
 
+    /// When each of the user's feeds was last checked successfully.
+    pub async fn last_successes(&self, user: Uuid) -> AppResult<HashMap<i64, DateTime<Utc>>> {
+        let rows: Vec<(i64, Option<DateTime<Utc>>)> = feed_fetch_state::Entity::find()
+            .select_only()
+            .column(feed_fetch_state::Column::FeedId)
+            .column(feed_fetch_state::Column::LastSuccessAt)
+            .filter(feed_fetch_state::Column::FeedId.in_subquery(user_feed_ids(user)))
+            .into_tuple()
+            .all(&self.db)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(feed, at)| Some((feed, at?)))
+            .collect())
+    }
+
+    /// When any of the user's feeds was last checked, successfully or not.
+    pub async fn last_checked(&self, user: Uuid) -> AppResult<Option<DateTime<Utc>>> {
+        let latest: Option<Option<DateTime<Utc>>> = feed_fetch_state::Entity::find()
+            .select_only()
+            .expr(sea_orm::sea_query::Func::max(Expr::col(
+                feed_fetch_state::Column::LastCheckedAt,
+            )))
+            .filter(feed_fetch_state::Column::FeedId.in_subquery(user_feed_ids(user)))
+            .into_tuple()
+            .one(&self.db)
+            .await?;
+        Ok(latest.flatten())
+    }
+
+    /// Per feed: how many unread items it has and the newest one's date.
+    pub async fn unread_per_feed(&self, user: Uuid) -> AppResult<Vec<UnreadCount>> {
+        let rows: Vec<(i64, i64, Option<DateTime<Utc>>)> = self
+            .items_of(user)
+            .select_only()
+            .column(item::Column::FeedId)
+            .column_as(item::Column::Id.count(), "count")
+            .column_as(item::Column::PubDate.max(), "newest")
+            .filter(item::Column::Unread.eq(true))
+            .group_by(item::Column::FeedId)
+            .into_tuple()
+            .all(&self.db)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(feed_id, count, newest)| UnreadCount {
+                feed_id,
+                count,
+                newest,
+            })
+            .collect())
+    }
+
     /// One page of at most `limit` of the user's items by id (Fever's paging).
     pub async fn item_page(
         &self,
@@ -848,6 +909,15 @@ async fn default_group_in(db: &impl ConnectionTrait, user: Uuid) -> AppResult<fe
     .exec_without_returning(db)
     .await?;
     find().one(db).await?.ok_or(AppError::NotFound("group"))
+}
+
+/// The user's feed ids (for `feed_id IN (…)`).
+fn user_feed_ids(user: Uuid) -> sea_orm::sea_query::SelectStatement {
+    Query::select()
+        .column(feed::Column::Id)
+        .from(feed::Entity)
+        .and_where(feed::Column::UserId.eq(user))
+        .to_owned()
 }
 
 /// A group's feed ids (for `feed_id IN (…)`), the user's only.

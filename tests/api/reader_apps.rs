@@ -25,6 +25,7 @@ on_both_backends!(
     a_bad_token_says_so_and_t_alone_authenticates_a_post,
     several_streams_in_one_edit_apply_to_every_feed,
     quickadd_discovers_the_feed_of_a_site_page,
+    what_apps_sync_by_is_reported_as_the_peers_report_it,
 );
 
 const READING_LIST: &str = "user/-/state/com.google/reading-list";
@@ -666,5 +667,161 @@ async fn quickadd_discovers_the_feed_of_a_site_page(backend: Backend) {
             .unwrap()
             .len(),
         1
+    );
+}
+
+/// Item 10: the fields and endpoints apps sync by.
+async fn what_apps_sync_by_is_reported_as_the_peers_report_it(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let (ada, gr) = ada(&app).await;
+    let group = |name: &str| {
+        ada.data(
+            "mutation($n: String!) { createGroup(name: $n) { id } }",
+            json!({ "n": name }),
+        )
+    };
+    let tech = group("Tech").await["createGroup"]["id"].clone();
+    let empty = group("Empty").await["createGroup"]["id"].clone();
+    server.set(
+        "/tech.xml",
+        Route::rss(feed_of("Tech feed", "tf", 3, Utc::now())),
+    );
+    let follow_in = |link: String| {
+        ada.data(
+            "mutation($i: CreateFeedInput!) { createFeed(input: $i) { id } }",
+            json!({ "i": { "link": link, "groupId": tech } }),
+        )
+    };
+    let good = follow_in(server.url("/tech.xml")).await["createFeed"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(ada.refresh(&good).await["status"], "SUCCEEDED");
+    server.set("/gone.xml", Route::status(404));
+    let gone = follow_in(server.url("/gone.xml")).await["createFeed"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ada.refresh(&gone).await;
+
+    // Fever: last_updated_on_time is the last successful check; groups
+    // without feeds are not in feeds_groups.
+    let lists = fever(&app, "groups&feeds", &[("api_key", ADA_FEVER_KEY)]).await;
+    let success = time(&ada.feed(&good).await["fetchState"]["lastSuccessAt"]);
+    let feed_entry = |id: &str| {
+        lists["feeds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|feed| feed["id"].as_i64() == id.parse().ok())
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(
+        feed_entry(&good)["last_updated_on_time"],
+        success.timestamp()
+    );
+    assert_eq!(
+        feed_entry(&gone)["last_updated_on_time"],
+        0,
+        "never succeeded"
+    );
+    let grouped: Vec<String> = lists["feeds_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["group_id"].to_string())
+        .collect();
+    assert_eq!(grouped, [tech.as_str().unwrap().to_owned()], "not {empty}");
+
+    // unread-count: the newest unread item's date per stream, in µs.
+    let newest = ada
+        .items(json!({ "feedId": good, "unread": true }))
+        .await
+        .iter()
+        .map(|item| time(&item["pubDate"]))
+        .max()
+        .unwrap()
+        .timestamp_micros()
+        .to_string();
+    let counts = gr.json("unread-count?output=json").await;
+    for stream in [
+        format!("feed/{good}"),
+        "user/-/label/Tech".into(),
+        READING_LIST.into(),
+    ] {
+        let entry = counts["unreadcounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|entry| entry["id"] == stream.as_str())
+            .unwrap_or_else(|| panic!("{stream} in {counts}"));
+        assert_eq!(entry["count"], 3, "{stream}");
+        assert_eq!(
+            entry["newestItemTimestampUsec"],
+            newest.as_str(),
+            "{stream}"
+        );
+    }
+
+    // Items name their folder among their categories.
+    let contents = gr.json(&format!("stream/contents/feed/{good}?n=5")).await;
+    for item in contents["items"].as_array().unwrap() {
+        let categories = item["categories"].as_array().unwrap();
+        assert!(
+            categories.contains(&json!("user/-/label/Tech")),
+            "{categories:?}"
+        );
+    }
+
+    // What apps probe answers empty, not 404.
+    assert_eq!(
+        gr.json("preference/list?output=json").await,
+        json!({ "prefs": [] })
+    );
+    assert_eq!(
+        gr.json("preference/stream/list?output=json").await,
+        json!({ "streamprefs": {} })
+    );
+    assert_eq!(
+        gr.json("friend/list?output=json").await,
+        json!({ "friends": [] })
+    );
+
+    // OPML out and in.
+    let (status, exported) = gr.get("subscription/export").await;
+    assert_eq!(status, 200);
+    assert!(exported.contains("<opml"), "{exported}");
+    assert!(
+        exported.contains(&format!("xmlUrl=\"{}\"", server.url("/tech.xml"))),
+        "{exported}"
+    );
+    let opml = r#"<?xml version="1.0"?><opml version="2.0"><head><title>Mine</title></head><body>
+        <outline text="Imported"><outline type="rss" text="New one" xmlUrl="https://new.example/feed.xml"/></outline>
+        </body></opml>"#;
+    let imported = app
+        .client
+        .post(app.url("/reader/api/0/subscription/import"))
+        .header("authorization", format!("GoogleLogin auth={}", gr.auth))
+        .header("content-type", "text/x-opml")
+        .body(opml)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(imported.status(), 200);
+    let groups = ada
+        .data("{ groups { name feeds { link } } }", json!({}))
+        .await;
+    let imported_group = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|group| group["name"] == "Imported")
+        .cloned()
+        .unwrap_or_else(|| panic!("{groups}"));
+    assert_eq!(
+        imported_group["feeds"],
+        json!([{ "link": "https://new.example/feed.xml" }])
     );
 }
