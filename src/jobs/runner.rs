@@ -22,6 +22,7 @@ use tokio::{
     sync::{OwnedSemaphorePermit, Semaphore, watch},
     task::JoinHandle,
 };
+use uuid::Uuid;
 
 use super::{
     Jobs,
@@ -31,6 +32,7 @@ use super::{
     policy,
     store::{self, Finish, Heartbeat},
 };
+use crate::error::AppResult;
 
 /// The error of a task whose handler panicked (the panic's text is in the log).
 pub const PANICKED: &str = "the task's handler panicked (see the server log)";
@@ -216,7 +218,7 @@ async fn run_task(
 
     let mut handed = None;
     let ended = match outcome {
-        End::Outcome(outcome) => store::finish(jobs.db(), task.id, &settings.worker_id, outcome)
+        End::Outcome(outcome) => record_outcome(jobs, task.id, &settings.worker_id, outcome)
             .await
             .map(|model| model.map(Ended::from)),
         End::Finished(model) => Ok(Some(Ended::from(*model))),
@@ -255,6 +257,31 @@ async fn run_task(
     }
     metrics::gauge!("trellis_tasks_running", "queue" => queue).decrement(1.0);
     handed
+}
+
+/// Records a task's outcome, again at once (with a short capped backoff)
+/// when the database was busy or the write failed for a moment, instead of
+/// leaving the task to be redone after its lease runs out. The write is
+/// conditional on our lease, so a repeat is harmless.
+async fn record_outcome(
+    jobs: &Jobs,
+    id: Uuid,
+    worker: &str,
+    outcome: Finish,
+) -> AppResult<Option<task::Model>> {
+    use backon::{ExponentialBuilder, Retryable};
+    (|| store::finish(jobs.db(), id, worker, outcome.clone()))
+        .retry(
+            ExponentialBuilder::default()
+                .with_min_delay(Duration::from_millis(20))
+                .with_max_delay(Duration::from_secs(1))
+                .with_max_times(6)
+                .with_jitter(),
+        )
+        .notify(|error, after| {
+            tracing::warn!(task_id = %id, error = %crate::error::chain(error), retry_in = ?after, "recording a task's outcome failed; retrying");
+        })
+        .await
 }
 
 /// How running the stages ended.
