@@ -60,8 +60,11 @@ fn body<T>(body: Body<T>) -> AppResult<T> {
     body.map(|JsonBody(body)| body)
 }
 
+/// The path's resource id, read as GraphQL reads one: a value that is not
+/// an id at all is the caller's mistake (400 `BAD_USER_INPUT`, field
+/// `id`), a well-formed id of no resource is 404.
 fn resource_id(id: &str) -> AppResult<Uuid> {
-    Uuid::parse_str(id).map_err(|_| AppError::NotFound("resource"))
+    crate::jobs::graphql::parse_id("id", &async_graphql::ID(id.to_owned()))
 }
 
 async fn create(

@@ -421,6 +421,35 @@ async fn http_contract_answers_202_and_replays_by_key(backend: Backend) {
     .await
     .unwrap();
     assert_eq!(unknown.status(), 404);
+    // Not an id at all: the same answer over HTTP and GraphQL.
+    let malformed = post(
+        "/resources/not-a-uuid/update-a",
+        Some("malformed"),
+        json!({ "patch": { "health": 1 } }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(malformed.status(), 400);
+    let body: Value = malformed.json().await.unwrap();
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
+        "{body}"
+    );
+    assert_eq!(body["errors"][0]["extensions"]["field"], "id", "{body}");
+    let over_graphql = app
+        .gql(
+            "mutation { updateResourceA(id: \"not-a-uuid\", patch: {health: 1}, idempotencyKey: \"m\") { id } }",
+            json!({}),
+        )
+        .bearer(&ops.token)
+        .send()
+        .await;
+    assert_eq!(
+        over_graphql.error_code(),
+        Some("BAD_USER_INPUT"),
+        "{:?}",
+        over_graphql.body
+    );
     let anonymous = app
         .client
         .post(app.url("/resources"))
