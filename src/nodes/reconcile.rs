@@ -8,11 +8,12 @@
 //! recomputed, `node_dirty` nodes whose properties or aggregated status
 //! must. Passes of several tasks overlap (their stages never do), so a
 //! phase takes whatever is marked when it runs, whichever pass left it.
-//! One order matters: Topology Sync may take a resource only after a
-//! Mapping stage has checked its orphans since its last change
-//! (`resources.orphans_checked`, cleared by every mutation), so a change
-//! that lands between one pass's Mapping and Topology Sync stages waits
-//! for the next Mapping stage instead of leaving orphans behind.
+//! One order matters: which nodes are orphans depends on every marked
+//! resource, and a change or delete may land between one pass's Mapping
+//! and Topology Sync stages. So Topology Sync checks orphans again in its
+//! own transaction before it syncs, and takes only resources whose orphans
+//! were checked since their last change (`resources.orphans_checked`,
+//! cleared by every mutation): no interleaving leaves an orphan behind.
 //!
 //! Predicates on these marks are written as literals (`WHERE
 //! needs_mapping`), not parameters, so that PostgreSQL's cached generic
@@ -194,7 +195,8 @@ async fn clear_marks(txn: &DatabaseTransaction, mark: Mark, nodes: &[i64]) -> Ap
 pub enum Phase {
     /// Phase 1: [`delete_orphans`] (stage `mapping`).
     Orphans,
-    /// Phases 2–4: [`sync_topology`] (stage `topology_sync`).
+    /// Phases 2–4: [`delete_orphans`] again, then [`sync_topology`] (stage
+    /// `topology_sync`).
     Topology,
     /// Phases 5–6: [`update_properties`] (stage `properties`).
     Properties,
@@ -237,7 +239,17 @@ impl Phase {
         }
         Ok(match self {
             Phase::Orphans => report(delete_orphans(txn, config).await?),
-            Phase::Topology => report(sync_topology(txn, config).await?),
+            Phase::Topology => {
+                // Orphans again first, in this transaction: a change or a
+                // delete since the Mapping stage can turn a node the other
+                // marked resources still seemed to join into an orphan.
+                let orphans = delete_orphans(txn, config).await?;
+                let mut topology = report(sync_topology(txn, config).await?);
+                if let serde_json::Value::Object(fields) = &mut topology {
+                    fields.insert("orphans".into(), report(orphans));
+                }
+                topology
+            }
             Phase::Properties => report(update_properties(txn, config, engine).await?),
             Phase::AggregatedStatus => {
                 report(recompute_aggregated_status(txn, config, engine).await?)

@@ -484,12 +484,12 @@ fn property(backend: Backend, cases: u32) {
 
 #[test]
 fn random_operations_with_superseded_and_crashed_tasks_match_from_scratch_sqlite() {
-    property(Backend::Sqlite, 64);
+    property(Backend::Sqlite, 200);
 }
 
 #[test]
 fn random_operations_with_superseded_and_crashed_tasks_match_from_scratch_postgres() {
-    property(Backend::Postgres, 32);
+    property(Backend::Postgres, 64);
 }
 
 /// The default topology: `n` instances spread over services and clusters.
