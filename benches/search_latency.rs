@@ -98,7 +98,7 @@ async fn fill(db: &DatabaseConnection, user: Uuid, feed: i64, items: usize) {
             let p = i * 7;
             // created_at and updated_at are the publication time too.
             tuples.push(format!(
-                "(${}, ${}, ${}, ${}, ${}, ${}, ${}, TRUE, FALSE, ${}, ${})",
+                "(${}, ${}, ${}, ${}, ${}, ${}, ${}, TRUE, FALSE, ${}, ${}, ${}, ${})",
                 p + 1,
                 p + 2,
                 p + 3,
@@ -107,7 +107,10 @@ async fn fill(db: &DatabaseConnection, user: Uuid, feed: i64, items: usize) {
                 p + 6,
                 p + 7,
                 p + 7,
-                p + 7
+                p + 7,
+                // The search text is the (plain) title and content.
+                p + 4,
+                p + 5
             ));
             values.push(user.into());
             values.push(feed.into());
@@ -119,7 +122,7 @@ async fn fill(db: &DatabaseConnection, user: Uuid, feed: i64, items: usize) {
         }
         let sql = format!(
             "INSERT INTO items (user_id, feed_id, guid, title, content, content_hash, pub_date, \
-             unread, starred, created_at, updated_at) VALUES {}",
+             unread, starred, created_at, updated_at, search_title, search_body) VALUES {}",
             tuples.join(", ")
         );
         db.execute_raw(Statement::from_sql_and_values(backend, sql, values))

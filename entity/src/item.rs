@@ -14,6 +14,10 @@ pub struct Model {
     pub title: String,
     /// As published (unsanitized); sanitized when served.
     pub content: String,
+    /// What full-text search reads: the title and the content's plain
+    /// text, each CJK character a word of its own (`feeds::search::indexable`).
+    pub search_title: String,
+    pub search_body: String,
     /// SHA-256 of title and content, to skip rewriting unchanged items.
     pub content_hash: String,
     /// As the entry dates it (published, else updated); when it arrived if

@@ -22,6 +22,7 @@ mod m20261201_000010_task_event_snapshots;
 mod m20261202_000011_item_arrival;
 mod m20261202_000012_item_undated;
 mod m20261202_000013_reconciled_generation;
+mod m20261202_000014_item_search_text;
 
 pub struct Migrator;
 
@@ -42,6 +43,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000011_item_arrival::Migration),
             Box::new(m20261202_000012_item_undated::Migration),
             Box::new(m20261202_000013_reconciled_generation::Migration),
+            Box::new(m20261202_000014_item_search_text::Migration),
         ]
     }
 }

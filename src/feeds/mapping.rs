@@ -29,6 +29,10 @@ pub struct MappedItem {
     pub pub_date: DateTime<Utc>,
     /// The entry had no readable date: `pub_date` is its arrival time.
     pub undated: bool,
+    /// What search indexes ([`super::search::indexable`]): the title, and
+    /// the content's text without its markup.
+    pub search_title: String,
+    pub search_body: String,
 }
 
 fn non_blank(value: &Option<String>) -> Option<&str> {
@@ -97,6 +101,8 @@ pub fn map_entry(entry: &RawEntry, feed_link: Option<&Url>, now: DateTime<Utc>) 
     MappedItem {
         guid,
         link,
+        search_title: super::search::indexable(&title),
+        search_body: super::search::indexable(&super::text::plain_text(&content)),
         title,
         content,
         pub_date,

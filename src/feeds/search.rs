@@ -1,5 +1,7 @@
 //! Full-text search over items' title and content: SQLite FTS5 (kept in step
-//! by triggers) or PostgreSQL's generated `tsvector` (GIN-indexed). User
+//! by triggers) or PostgreSQL's generated `tsvector` (GIN-indexed), both
+//! over the text stored for search ([`indexable`]: the title and the
+//! content's plain text, never its markup; CJK characters one by one). User
 //! text never reaches the query syntax: it is cut into word terms, each
 //! matched as a prefix, all required. A query with no word characters
 //! falls back to a plain substring match on titles. Feeds are matched by
@@ -39,37 +41,92 @@ use crate::error::{AppError, AppResult};
 pub const MAX_TERMS: usize = 16;
 const MAX_TERM_CHARS: usize = 64;
 
-/// The word terms of a query: runs of letters and digits, lower-cased.
+/// Chinese, Japanese and Korean characters: written without spaces between
+/// words, so each is indexed and searched as a word of its own.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x1100..=0x11FF // Hangul Jamo
+        | 0x3040..=0x30FF // Hiragana, Katakana
+        | 0x3130..=0x318F // Hangul compatibility Jamo
+        | 0x31F0..=0x31FF // Katakana extensions
+        | 0x3400..=0x4DBF // CJK extension A
+        | 0x4E00..=0x9FFF // CJK unified ideographs
+        | 0xAC00..=0xD7AF // Hangul syllables
+        | 0xF900..=0xFAFF // CJK compatibility ideographs
+        | 0x20000..=0x3134F // CJK extensions B–G
+    )
+}
+
+/// Text as it is indexed (`items.search_title` / `search_body`): every CJK
+/// character set apart by spaces, so that FTS5's `unicode61` and
+/// PostgreSQL's parser, which treat a run of them as one word, see each
+/// character as a word and a query can find a word inside a run.
+pub fn indexable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 4);
+    for c in text.chars() {
+        if is_cjk(c) {
+            out.push(' ');
+            out.push(c);
+            out.push(' ');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The terms of a query: runs of letters and digits, lower-cased. A run
+/// holding CJK characters becomes a phrase of its characters (`東 京`),
+/// matched as adjacent words.
 pub fn terms(query: &str) -> Vec<String> {
     query
         .split(|c: char| !c.is_alphanumeric())
         .filter(|term| !term.is_empty())
         .map(|term| {
-            term.chars()
+            let term = term
+                .chars()
                 .take(MAX_TERM_CHARS)
                 .collect::<String>()
-                .to_lowercase()
+                .to_lowercase();
+            indexable(&term)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
         })
         .take(MAX_TERMS)
         .collect()
 }
 
-/// FTS5: every term as a quoted prefix (`"rust"* "async"*`).
+/// FTS5: every term as a quoted prefix (`"rust"* "async"*`), a CJK phrase
+/// as a quoted phrase (`"東 京"`).
 pub fn fts5_query(terms: &[String]) -> String {
     terms
         .iter()
-        .map(|term| format!("\"{}\"*", term.replace('"', "")))
+        .map(|term| {
+            let term = term.replace('"', "");
+            if term.contains(' ') {
+                format!("\"{term}\"")
+            } else {
+                format!("\"{term}\"*")
+            }
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
 
-/// `to_tsquery`: every term as a prefix, all required (`rust:* & async:*`).
-/// Terms are letters and digits only, so nothing else of tsquery's syntax
-/// can appear.
+/// `to_tsquery`: every term as a prefix, all required (`rust:* & async:*`),
+/// a CJK phrase as adjacent words (`(東 <-> 京)`). Terms are letters, digits
+/// and single spaces only, so nothing else of tsquery's syntax can appear.
 pub fn tsquery(terms: &[String]) -> String {
     terms
         .iter()
-        .map(|term| format!("{term}:*"))
+        .map(|term| {
+            if term.contains(' ') {
+                format!("({})", term.split(' ').collect::<Vec<_>>().join(" <-> "))
+            } else {
+                format!("{term}:*")
+            }
+        })
         .collect::<Vec<_>>()
         .join(" & ")
 }
@@ -374,7 +431,11 @@ mod tests {
             terms("NEAR OR \"x\" * ^col:"),
             vec!["near", "or", "x", "col"]
         );
-        assert_eq!(terms("Überraschung 日本語"), vec!["überraschung", "日本語"]);
+        assert_eq!(
+            terms("Überraschung 日本語"),
+            vec!["überraschung", "日 本 語"]
+        );
+        assert_eq!(terms("東京2020"), vec!["東 京 2020"]);
         assert!(terms(" !!! ").is_empty());
         assert_eq!(terms(&"a ".repeat(40)).len(), MAX_TERMS);
     }
@@ -384,5 +445,14 @@ mod tests {
         let t = terms("tokio OR select");
         assert_eq!(fts5_query(&t), r#""tokio"* "or"* "select"*"#);
         assert_eq!(tsquery(&t), "tokio:* & or:* & select:*");
+        let cjk = terms("rust 東京");
+        assert_eq!(fts5_query(&cjk), r#""rust"* "東 京""#);
+        assert_eq!(tsquery(&cjk), "rust:* & (東 <-> 京)");
+    }
+
+    #[test]
+    fn cjk_characters_are_indexed_one_by_one() {
+        assert_eq!(indexable("今日は東京 ok"), " 今  日  は  東  京  ok");
+        assert_eq!(indexable("plain text"), "plain text");
     }
 }

@@ -99,6 +99,8 @@ pub async fn upsert_items(
             link: Set(mapped.link.clone()),
             title: Set(mapped.title.clone()),
             content: Set(mapped.content.clone()),
+            search_title: Set(mapped.search_title.clone()),
+            search_body: Set(mapped.search_body.clone()),
             content_hash: Set(content_hash(mapped)),
             pub_date: Set(mapped.pub_date),
             undated: Set(mapped.undated),
@@ -116,6 +118,8 @@ pub async fn upsert_items(
                     .update_columns([
                         item::Column::Title,
                         item::Column::Content,
+                        item::Column::SearchTitle,
+                        item::Column::SearchBody,
                         item::Column::Link,
                         item::Column::ContentHash,
                         item::Column::UpdatedAt,

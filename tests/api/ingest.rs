@@ -14,7 +14,7 @@ use url::Url;
 
 use crate::{
     feeds::{Reader, app},
-    feedserver::{FeedServer, Route},
+    feedserver::{FeedServer, Route, rss2},
     helpers::Backend,
     on_both_backends,
 };
@@ -22,6 +22,7 @@ use crate::{
 on_both_backends!(
     real_world_documents_are_stored_with_their_entries,
     a_document_whose_entries_cannot_be_read_says_why,
+    search_finds_text_not_markup_and_cjk_inside_a_run,
 );
 
 /// One expected item: its title, absolute link, date (`None`: undated, so
@@ -755,5 +756,78 @@ async fn a_document_whose_entries_cannot_be_read_says_why(backend: Backend) {
         state["consecutiveFailures"].as_i64().map(|n| n >= 1),
         Some(true),
         "{state}"
+    );
+}
+
+/// Item 21: search reads the text, not the markup, and finds a Chinese or
+/// Japanese word inside a run of characters — on both backends, by the
+/// filtered list and by the ranked search.
+async fn search_finds_text_not_markup_and_cjk_inside_a_run(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+    ada.pull_new(
+        &server,
+        "/search.xml",
+        Route::rss(rss2(
+            "Mixed",
+            &[
+                (
+                    "m1",
+                    "Linked",
+                    r#"<p style="color:red">A&nbsp;<a href="https://x.example/">link</a> <img src="a.png"> <b>T</b>rellis</p>"#,
+                ),
+                ("m2", "天気予報", "<p>今日は東京の天気が良い</p>"),
+                ("m3", "한국 뉴스", "<p>안녕하세요 여러분</p>"),
+            ],
+        )),
+    )
+    .await;
+    let titles = |items: Vec<serde_json::Value>| -> Vec<String> {
+        items
+            .iter()
+            .map(|item| item["title"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for markup in ["href", "src", "style", "nbsp", "color", "png"] {
+        assert!(
+            ada.items(json!({ "query": markup })).await.is_empty(),
+            "{markup} is markup, not text"
+        );
+    }
+    assert_eq!(
+        titles(ada.items(json!({ "query": "link" })).await),
+        ["Linked"]
+    );
+    assert_eq!(
+        titles(ada.items(json!({ "query": "trellis" })).await),
+        ["Linked"],
+        "a tag inside a word does not split it"
+    );
+    for (query, title) in [
+        ("東京", "天気予報"),
+        ("天気", "天気予報"),
+        ("予報", "天気予報"),
+        ("하세", "한국 뉴스"),
+    ] {
+        assert_eq!(
+            titles(ada.items(json!({ "query": query })).await),
+            [title],
+            "{query}"
+        );
+        let ranked = ada
+            .data(
+                "query($q: String!) { search(query: $q) { items { title } } }",
+                json!({ "q": query }),
+            )
+            .await;
+        assert_eq!(
+            ranked["search"]["items"][0]["title"], title,
+            "{query}: {ranked}"
+        );
+    }
+    assert!(
+        ada.items(json!({ "query": "東天" })).await.is_empty(),
+        "characters must be adjacent"
     );
 }
