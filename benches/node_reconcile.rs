@@ -116,7 +116,8 @@ async fn lab(url: &str, dir: &std::path::Path) -> Lab {
         "--task-poll-ms",
         "20",
     ];
-    let config = Cli::try_parse_from(args).expect("bench config").config;
+    let cli = Cli::try_parse_from(args).expect("bench config");
+    let config = cli.config;
     let db = trellis::db::connect(&config).await.expect("database");
     // The same settings as the server's pool (SQLite's busy timeout).
     let mut direct = trellis::db::connect(&config).await.expect("database");
@@ -139,7 +140,7 @@ async fn lab(url: &str, dir: &std::path::Path) -> Lab {
     ))
     .await
     .expect("bench user");
-    let node_config = Arc::new(config.load_node_config().expect("node config"));
+    let node_config = Arc::new(cli.domains.nodes.load().expect("node config"));
     let pipeline = Arc::new(Pipeline {
         config: node_config.clone(),
         engine: Arc::new(RuleEngine),

@@ -1,4 +1,5 @@
-//! Application state, the router and the server's life cycle.
+//! The composition root: the domains' settings, building the platform and
+//! every domain, the router, and the server's life cycle.
 
 use std::{
     sync::Arc,
@@ -12,7 +13,6 @@ use axum::{
     http::{HeaderValue, Method, StatusCode, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
-    routing::{get, post},
 };
 use metrics_exporter_prometheus::PrometheusHandle;
 use sea_orm::DatabaseConnection;
@@ -30,45 +30,66 @@ use tower_http::{
 
 use crate::{
     auth::service::AuthService,
-    config::Config,
+    config::{Config, ConfigError},
     db,
-    feeds::{self, pull::Puller, service::FeedsService},
-    graphql::{self, Limits, TrellisSchema},
-    http::{client::RequestMeta, ops},
-    httpc::HttpClient,
-    jobs::{self, Jobs},
-    nodes::{
-        engine::RuleEngine,
-        pipeline::{self, Pipeline},
-        service::NodesService,
+    domain::{Domain, Platform, Setup},
+    feeds,
+    graphql::{
+        Limits,
+        http::{Endpoint, RequestData},
     },
+    http::{
+        Web,
+        ops::{self, Ops},
+    },
+    jobs::{self, Jobs},
+    nodes,
+    schema::{self, TrellisSchema},
     telemetry,
 };
 
-/// The services resolvers and handlers call; cheap to clone.
-#[derive(Clone)]
-pub struct Services {
-    pub config: Arc<Config>,
-    pub db: DatabaseConnection,
-    pub auth: Arc<AuthService>,
-    pub jobs: Jobs,
-    pub feeds: FeedsService,
-    pub nodes: NodesService,
-    /// The one outbound HTTP client (SSRF-guarded).
-    pub http: HttpClient,
-    pub redis: Option<redis::aio::ConnectionManager>,
+/// Every domain's settings, flattened into the command line: one line per
+/// domain.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DomainSettings {
+    #[command(flatten)]
+    pub feeds: feeds::Settings,
+    #[command(flatten)]
+    pub nodes: nodes::Settings,
 }
 
+impl DomainSettings {
+    /// Every domain, set up from its settings: one line per domain.
+    fn setups(&self, platform: &Platform) -> anyhow::Result<Vec<Box<dyn Setup>>> {
+        Ok(vec![
+            feeds::setup(&self.feeds, platform)?,
+            nodes::setup(&self.nodes, platform)?,
+        ])
+    }
+
+    /// Checks the relations between knobs that clap cannot express.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.feeds.validate()
+    }
+}
+
+/// The running application: the platform's parts and the built domains.
 #[derive(Clone)]
-pub struct AppState {
-    pub services: Services,
+pub struct App {
+    pub config: Arc<Config>,
+    pub db: DatabaseConnection,
+    pub jobs: Jobs,
+    pub web: Web,
+    pub domains: Vec<Arc<dyn Domain>>,
+    pub redis: Option<redis::aio::ConnectionManager>,
     pub schema: TrellisSchema,
     pub metrics: PrometheusHandle,
 }
 
-impl AppState {
-    /// Connects to the stores, applies migrations, creates the first admin.
-    pub async fn build(config: Config) -> anyhow::Result<Self> {
+impl App {
+    /// Connects to the stores, applies migrations, creates the first admin,
+    /// and builds every domain.
+    pub async fn build(config: Config, settings: DomainSettings) -> anyhow::Result<Self> {
         let config = Arc::new(config);
         let db = db::connect(&config).await?;
         let auth = Arc::new(AuthService::new(db.clone(), &config).await?);
@@ -91,12 +112,16 @@ impl AppState {
             }
             None => (None, jobs::Backend::Embedded),
         };
-        let http = HttpClient::new(config.http_settings())?;
-        let puller = Arc::new(Puller::new(
-            db.clone(),
-            http.clone(),
-            config.pull_settings(),
-        ));
+        let web = Web {
+            auth,
+            trusted_proxies: config.trusted_proxies.clone().into(),
+            allowed_origins: config.cors_allowed_origins.clone().into(),
+        };
+        let platform = Platform {
+            db: db.clone(),
+            web: web.clone(),
+        };
+        let setups = settings.setups(&platform)?;
         let mut registry = jobs::registry(
             &db,
             jobs::sweep::Retention {
@@ -104,106 +129,100 @@ impl AppState {
                 tasks: Duration::from_secs(config.task_retention),
             },
         );
-        feeds::tasks::register(&mut registry, &db, puller);
-        let node_config = Arc::new(config.load_node_config()?);
-        pipeline::register(
-            &mut registry,
-            Arc::new(Pipeline {
-                config: node_config.clone(),
-                engine: Arc::new(RuleEngine),
-            }),
-        );
+        for setup in &setups {
+            setup.register_tasks(&mut registry);
+        }
         let jobs = Jobs::new(db.clone(), config.runner_settings(), registry, backend);
-        let services = Services {
-            config: config.clone(),
-            feeds: FeedsService::with_search_limits(db.clone(), config.search_limits()),
-            nodes: NodesService::new(db.clone(), jobs.clone(), node_config),
-            http,
-            db,
-            auth,
-            jobs,
-            redis,
-        };
-        let schema = graphql::schema_builder(Limits {
+        let domains = setups.into_iter().map(|setup| setup.build(&jobs)).collect();
+        let schema = schema::schema_builder(Limits {
             max_depth: config.graphql_max_depth,
             max_complexity: config.graphql_max_complexity,
             max_aliases: config.graphql_max_aliases,
             max_fragment_spreads: config.graphql_max_fragment_spreads,
             introspection: config.graphql_introspection,
         })
-        .data(services.clone())
         .finish();
-        Ok(AppState {
-            services,
+        Ok(App {
+            config,
+            db,
+            jobs,
+            web,
+            domains,
+            redis,
             schema,
             metrics: telemetry::metrics_handle()?,
         })
     }
 
-    /// Whether a browser page from `meta.origin` may act with the user's cookie.
-    pub fn origin_allowed(&self, meta: &RequestMeta) -> bool {
-        let Some(origin) = &meta.origin else {
-            // Not a browser: there is no page that could be forging the request.
-            return true;
-        };
-        let same_origin = meta.host.as_ref().is_some_and(|host| {
-            origin == &format!("http://{host}") || origin == &format!("https://{host}")
-        });
-        same_origin
-            || self
-                .services
-                .config
-                .cors_allowed_origins
-                .iter()
-                .any(|allowed| allowed == origin)
+    /// What every GraphQL operation gets: the platform's services, then
+    /// each domain's services and fresh DataLoaders.
+    fn request_data(&self) -> RequestData {
+        let (jobs, auth, db) = (self.jobs.clone(), self.web.auth.clone(), self.db.clone());
+        let domains = self.domains.clone();
+        Arc::new(move |data: &mut async_graphql::Data| {
+            data.insert(jobs.clone());
+            data.insert(auth.clone());
+            data.insert(db.clone());
+            for domain in &domains {
+                domain.request_data(data);
+            }
+        })
     }
-}
 
-pub fn router(state: AppState) -> Router {
-    let config = state.services.config.clone();
-    Router::new()
-        .route(
-            "/graphql",
-            get(graphql::http::graphiql).post(graphql::http::graphql_post),
-        )
-        .route("/graphql/ws", get(graphql::http::graphql_ws))
-        .route("/tasks/{id}", get(jobs::http::get_task))
-        .route("/fever", post(feeds::fever::fever))
-        .route("/fever/", post(feeds::fever::fever))
-        .merge(feeds::greader::routes())
-        .merge(crate::nodes::http::routes())
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics))
-        .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(config.max_body_bytes))
-        .layer(middleware::from_fn(track_http))
-        .layer(cors(&config))
-        .layer(CompressionLayer::new())
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Duration::from_secs(config.request_timeout),
-        ))
-        .layer(middleware::from_fn(crate::http::headers::security_headers))
-        .layer(middleware::from_fn(
-            crate::http::headers::close_after_unread_body,
-        ))
-        .layer(TraceLayer::new_for_http())
-        .layer(SetSensitiveRequestHeadersLayer::new([
-            header::AUTHORIZATION,
-            header::COOKIE,
-        ]))
-        .layer(CatchPanicLayer::custom(|panic: Box<dyn std::any::Any + Send>| {
-            let message = crate::error::panic_text(panic.as_ref());
-            tracing::error!(panic = %message, "a request handler panicked");
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Json(json!({ "errors": [{ "message": "internal error", "extensions": { "code": "INTERNAL" } }] })),
-            )
-                .into_response()
-        }))
-        .with_state(state)
+    /// Every route: the platform's, then each domain's.
+    pub fn router(&self) -> Router {
+        let config = &self.config;
+        let mut router = Router::new()
+            .merge(crate::graphql::http::routes(Endpoint {
+                schema: self.schema.clone(),
+                web: self.web.clone(),
+                request_data: self.request_data(),
+                max_body_bytes: config.max_body_bytes,
+                max_batch: config.graphql_max_batch,
+                ws_limits: config.ws_limits(),
+            }))
+            .merge(jobs::http::routes(self.web.clone(), self.jobs.clone()))
+            .merge(ops::routes(Ops {
+                web: self.web.clone(),
+                db: self.db.clone(),
+                redis: self.redis.clone(),
+                metrics: self.metrics.clone(),
+                metrics_token: config.metrics_token.clone(),
+                metrics_allow: config.metrics_allow.clone(),
+            }));
+        for domain in &self.domains {
+            router = router.merge(domain.routes());
+        }
+        router
+            .fallback(not_found)
+            .method_not_allowed_fallback(method_not_allowed)
+            .layer(DefaultBodyLimit::max(config.max_body_bytes))
+            .layer(middleware::from_fn(track_http))
+            .layer(cors(config))
+            .layer(CompressionLayer::new())
+            .layer(TimeoutLayer::with_status_code(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Duration::from_secs(config.request_timeout),
+            ))
+            .layer(middleware::from_fn(crate::http::headers::security_headers))
+            .layer(middleware::from_fn(
+                crate::http::headers::close_after_unread_body,
+            ))
+            .layer(TraceLayer::new_for_http())
+            .layer(SetSensitiveRequestHeadersLayer::new([
+                header::AUTHORIZATION,
+                header::COOKIE,
+            ]))
+            .layer(CatchPanicLayer::custom(|panic: Box<dyn std::any::Any + Send>| {
+                let message = crate::error::panic_text(panic.as_ref());
+                tracing::error!(panic = %message, "a request handler panicked");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    Json(json!({ "errors": [{ "message": "internal error", "extensions": { "code": "INTERNAL" } }] })),
+                )
+                    .into_response()
+            }))
+    }
 }
 
 fn cors(config: &Config) -> CorsLayer {
@@ -280,39 +299,36 @@ pub enum Role {
 /// Runs the HTTP server until SIGTERM/SIGINT, then stops accepting, lets
 /// in-flight requests finish for up to `TRELLIS_SHUTDOWN_GRACE` seconds and
 /// closes the database pool.
-pub async fn serve(config: Config, role: Role) -> anyhow::Result<()> {
+pub async fn serve(config: Config, settings: DomainSettings, role: Role) -> anyhow::Result<()> {
     let listen = config.listen;
     let grace = Duration::from_secs(config.shutdown_grace);
-    let state = AppState::build(config).await?;
-    // Before any worker starts: a tree computed under another node
-    // configuration is marked for a full reconciliation.
-    state
-        .services
-        .nodes
-        .adopt_config()
-        .await
-        .context("adopting the node configuration")?;
-    if let Ok(Some(false)) = jobs::analyze::autovacuum_on(&state.services.db).await {
+    let app = App::build(config, settings).await?;
+    // Before any worker starts.
+    for domain in &app.domains {
+        domain
+            .prepare()
+            .await
+            .with_context(|| format!("preparing the {} domain", domain.name()))?;
+    }
+    if let Ok(Some(false)) = jobs::analyze::autovacuum_on(&app.db).await {
         tracing::warn!(
             "PostgreSQL's autovacuum is off: Trellis refreshes the planner statistics of \
              changed tables itself every 10 minutes (system.analyze); vacuuming is yours to schedule"
         );
     }
-    let db = state.services.db.clone();
+    let db = app.db.clone();
     let (stop_tx, stop_rx) = watch::channel(false);
     let background = match role {
         Role::All | Role::Worker => {
-            let mut handles = state.services.jobs.start(stop_rx.clone());
-            handles.push(tokio::spawn(feeds::scheduler::run(
-                state.services.jobs.clone(),
-                state.services.config.pull_settings(),
-                stop_rx.clone(),
-            )));
+            let mut handles = app.jobs.start(stop_rx.clone());
+            for domain in &app.domains {
+                handles.extend(domain.background(stop_rx.clone()));
+            }
             handles
         }
-        Role::Api => state.services.jobs.start_events(stop_rx.clone()),
+        Role::Api => app.jobs.start_events(stop_rx.clone()),
     };
-    tracing::info!(role = ?role, worker_id = %state.services.jobs.settings().worker_id, "starting");
+    tracing::info!(role = ?role, worker_id = %app.jobs.settings().worker_id, "starting");
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("binding {listen} (TRELLIS_LISTEN)"))?;
@@ -320,8 +336,8 @@ pub async fn serve(config: Config, role: Role) -> anyhow::Result<()> {
     tracing::info!(addr = %addr, "listening");
 
     let mut server_stop = stop_rx.clone();
-    let limits = state.services.config.listener_limits();
-    let server = crate::http::serve::serve(listener, router(state), limits, async move {
+    let limits = app.config.listener_limits();
+    let server = crate::http::serve::serve(listener, app.router(), limits, async move {
         let _ = server_stop.wait_for(|stop| *stop).await;
     });
     let mut server = tokio::spawn(server);

@@ -7,9 +7,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use secrecy::SecretString;
 
-use crate::{
-    app, auth::service::AuthService, config::Config, db, error::AppError, graphql, telemetry,
-};
+use crate::{app, auth::service::AuthService, config::Config, db, error::AppError, telemetry};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -20,6 +18,8 @@ use crate::{
 pub struct Cli {
     #[command(flatten)]
     pub config: Config,
+    #[command(flatten)]
+    pub domains: app::DomainSettings,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -62,15 +62,16 @@ pub enum RoleArg {
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let config = cli.config;
+    let (config, domains) = (cli.config, cli.domains);
     match cli.command.unwrap_or(Command::Serve {
         role: app::Role::All,
     }) {
         Command::Schema { check } => return schema(check),
         Command::Serve { role } => {
             config.validate()?;
+            domains.validate()?;
             telemetry::init_logging(&config)?;
-            app::serve(config, role).await?;
+            app::serve(config, domains, role).await?;
         }
         Command::Migrate => {
             config.validate()?;
@@ -116,7 +117,7 @@ fn read_password() -> anyhow::Result<SecretString> {
 }
 
 fn schema(check: Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    let sdl = graphql::sdl();
+    let sdl = crate::schema::sdl();
     let Some(path) = check else {
         print!("{sdl}");
         return Ok(ExitCode::SUCCESS);

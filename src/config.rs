@@ -153,7 +153,7 @@ pub struct Config {
 
     /// Comma-separated IPs/CIDRs of reverse proxies whose `X-Forwarded-For`
     /// and `X-Forwarded-Proto` are believed.
-    #[arg(long, env = "TRELLIS_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_proxy, global = true)]
+    #[arg(long, env = "TRELLIS_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_network, global = true)]
     pub trusted_proxies: Vec<IpNet>,
 
     /// Comma-separated origins allowed to call the API from a browser.
@@ -181,7 +181,7 @@ pub struct Config {
         long,
         env = "TRELLIS_METRICS_ALLOW",
         value_delimiter = ',',
-        value_parser = parse_proxy,
+        value_parser = parse_network,
         default_value = "127.0.0.0/8,::1/128",
         global = true
     )]
@@ -374,90 +374,6 @@ pub struct Config {
     #[arg(long, env = "TRELLIS_WORKER_ID", global = true)]
     pub worker_id: Option<String>,
 
-    /// Seconds between pulls of a feed without its own interval (seed 000's default).
-    #[arg(
-        long,
-        env = "TRELLIS_PULL_INTERVAL",
-        default_value_t = 1800,
-        global = true
-    )]
-    pub pull_interval: u64,
-
-    /// Seconds a feed fetch may take in total.
-    #[arg(
-        long,
-        env = "TRELLIS_PULL_TIMEOUT",
-        default_value_t = 30,
-        global = true
-    )]
-    pub pull_timeout: u64,
-
-    /// Feed fetches in flight at once in this process (at most 2 per host on top).
-    #[arg(
-        long,
-        env = "TRELLIS_PULL_CONCURRENCY",
-        default_value_t = 10,
-        global = true
-    )]
-    pub pull_concurrency: usize,
-
-    /// How long one ranked search (`search`) may run, in milliseconds; then
-    /// it is stopped and answered `BAD_USER_INPUT`.
-    #[arg(
-        long,
-        env = "TRELLIS_SEARCH_TIMEOUT_MS",
-        default_value_t = 2000,
-        global = true
-    )]
-    pub search_timeout_ms: u64,
-
-    /// Ranked searches running at once in this process (each holds a
-    /// database connection); more wait up to the search timeout, then
-    /// `RATE_LIMITED`. Keep it well under TRELLIS_DB_MAX_CONNECTIONS.
-    #[arg(
-        long,
-        env = "TRELLIS_SEARCH_CONCURRENCY",
-        default_value_t = 4,
-        global = true
-    )]
-    pub search_concurrency: usize,
-
-    /// Upper bound, in seconds, on the delay before a feed's next check.
-    #[arg(
-        long,
-        env = "TRELLIS_PULL_MAX_BACKOFF",
-        default_value_t = 172_800,
-        global = true
-    )]
-    pub pull_max_backoff: u64,
-
-    /// Let outbound fetches reach loopback and private networks (off: SSRF guard).
-    #[arg(
-        long,
-        env = "TRELLIS_ALLOW_PRIVATE_FEEDS",
-        default_value_t = false,
-        action = clap::ArgAction::Set,
-        global = true
-    )]
-    pub allow_private_feeds: bool,
-
-    /// Node configuration file (TOML); the built-in default (`config/nodes.toml`) when unset.
-    #[arg(long, env = "TRELLIS_NODE_CONFIG", global = true)]
-    pub node_config: Option<PathBuf>,
-
-    /// Networks outbound fetches may reach even with the SSRF guard on (comma-separated CIDRs).
-    #[arg(long, env = "TRELLIS_ALLOW_PRIVATE_NETWORKS", value_delimiter = ',', value_parser = parse_proxy, global = true)]
-    pub allow_private_networks: Vec<IpNet>,
-
-    /// Largest response body an outbound fetch accepts, in bytes (after decompression).
-    #[arg(
-        long,
-        env = "TRELLIS_FETCH_MAX_BYTES",
-        default_value_t = 15 * 1024 * 1024,
-        global = true
-    )]
-    pub fetch_max_bytes: usize,
-
     /// Seconds to wait for in-flight requests after SIGTERM/SIGINT.
     #[arg(
         long,
@@ -469,7 +385,8 @@ pub struct Config {
 }
 
 /// Accepts a network (`10.0.0.0/8`) or a single address (`127.0.0.1`).
-fn parse_proxy(value: &str) -> Result<IpNet, String> {
+/// An IP address or a CIDR network, as the `*_PROXIES` and `*_NETWORKS` lists take them.
+pub fn parse_network(value: &str) -> Result<IpNet, String> {
     let value = value.trim();
     value
         .parse::<IpNet>()
@@ -544,25 +461,6 @@ impl Config {
         Duration::from_secs(self.session_ttl)
     }
 
-    /// The node configuration: the file `TRELLIS_NODE_CONFIG` names, or the
-    /// built-in default. Invalid configurations stop start-up with every
-    /// problem listed.
-    pub fn load_node_config(&self) -> anyhow::Result<crate::nodes::config::NodeConfig> {
-        use anyhow::Context;
-        let (text, origin) = match &self.node_config {
-            Some(path) => (
-                std::fs::read_to_string(path)
-                    .with_context(|| format!("reading TRELLIS_NODE_CONFIG ({})", path.display()))?,
-                path.display().to_string(),
-            ),
-            None => (
-                crate::nodes::config::DEFAULT_CONFIG.to_owned(),
-                "the built-in node configuration".to_owned(),
-            ),
-        };
-        crate::nodes::config::NodeConfig::parse(&text).with_context(|| format!("in {origin}"))
-    }
-
     /// How much argon2 work may run at once, and how long a caller waits for it.
     pub fn hashing_settings(&self) -> crate::auth::password::HashingSettings {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
@@ -609,37 +507,6 @@ impl Config {
             retry_max: Duration::from_secs(self.task_retry_max),
             idempotency_ttl: Duration::from_secs(self.idempotency_ttl),
             poll_interval: Duration::from_millis(self.task_poll_ms.max(10)),
-        }
-    }
-
-    /// The ranked search's bounds.
-    pub fn search_limits(&self) -> crate::feeds::search::SearchLimits {
-        crate::feeds::search::SearchLimits {
-            timeout: Duration::from_millis(self.search_timeout_ms),
-            concurrency: self.search_concurrency,
-        }
-    }
-
-    /// The outbound HTTP settings of user-supplied URLs (feed pulls,
-    /// discovery): the SSRF guard with the instance's exceptions.
-    pub fn http_settings(&self) -> crate::httpc::HttpSettings {
-        crate::httpc::HttpSettings {
-            destination: crate::httpc::Destination::Guarded(crate::httpc::guard::AddressPolicy {
-                allow_private: self.allow_private_feeds,
-                allowed_networks: self.allow_private_networks.clone(),
-            }),
-            timeout: Duration::from_secs(self.pull_timeout),
-            max_body_bytes: self.fetch_max_bytes,
-            ..Default::default()
-        }
-    }
-
-    /// The feed pull worker's settings.
-    pub fn pull_settings(&self) -> crate::feeds::pull::PullSettings {
-        crate::feeds::pull::PullSettings {
-            interval: Duration::from_secs(self.pull_interval),
-            max_backoff: Duration::from_secs(self.pull_max_backoff),
-            concurrency: self.pull_concurrency,
         }
     }
 
@@ -693,22 +560,6 @@ impl Config {
         if self.task_lease == 0 || self.task_max_attempts < 1 {
             return Err(ConfigError::Invalid(
                 "TRELLIS_TASK_LEASE and TRELLIS_TASK_MAX_ATTEMPTS must be at least 1".into(),
-            ));
-        }
-        if self.search_timeout_ms == 0 || self.search_concurrency == 0 {
-            return Err(ConfigError::Invalid(
-                "TRELLIS_SEARCH_TIMEOUT_MS and TRELLIS_SEARCH_CONCURRENCY must be at least 1"
-                    .into(),
-            ));
-        }
-        if self.pull_interval == 0 || self.pull_timeout == 0 || self.pull_concurrency == 0 {
-            return Err(ConfigError::Invalid(
-                "TRELLIS_PULL_INTERVAL, TRELLIS_PULL_TIMEOUT and TRELLIS_PULL_CONCURRENCY must be at least 1".into(),
-            ));
-        }
-        if self.pull_max_backoff < self.pull_interval {
-            return Err(ConfigError::Invalid(
-                "TRELLIS_PULL_MAX_BACKOFF must not be below TRELLIS_PULL_INTERVAL".into(),
             ));
         }
         if self.admin_user.is_some() != self.admin_password.is_some() {

@@ -2,8 +2,10 @@
 //! docs mirror and a reading-progress gateway, behind one GraphQL schema.
 //!
 //! Start at `docs/architecture.md`. Shared infrastructure lives in
-//! [`config`], [`db`], [`app`], [`http`], [`graphql`], [`auth`] and
-//! [`error`]; each domain gets a folder of its own.
+//! [`config`], [`db`], [`http`], [`httpc`], [`graphql`], [`jobs`], [`auth`]
+//! and [`error`]; each domain ([`feeds`], [`nodes`]) gets a folder of its
+//! own and implements [`domain::Domain`]. The roots that know every domain
+//! are [`app`] (wiring), [`schema`] (the GraphQL roots) and [`cli`].
 
 pub mod app;
 pub mod auth;
@@ -12,6 +14,7 @@ pub mod config;
 pub mod datadir;
 pub mod db;
 pub mod digest;
+pub mod domain;
 pub mod error;
 pub mod feeds;
 pub mod graphql;
@@ -19,5 +22,7 @@ pub mod http;
 pub mod httpc;
 pub mod input;
 pub mod jobs;
+mod layering;
 pub mod nodes;
+pub mod schema;
 pub mod telemetry;

@@ -1,13 +1,15 @@
 //! GraphQL surface of accounts and sessions.
 
+use std::sync::Arc;
+
 use async_graphql::{Context, Enum, ID, InputObject, Object, SimpleObject};
 use axum::http::header::SET_COOKIE;
 use chrono::{DateTime, Utc};
 use entity::user;
-use sea_orm::EntityTrait;
+use sea_orm::{DatabaseConnection, EntityTrait};
 use secrecy::SecretString;
 
-use super::{Role as DbRole, cookie};
+use super::{Role as DbRole, cookie, service::AuthService};
 use crate::{
     error::AppError,
     graphql::{
@@ -96,9 +98,8 @@ impl AuthQuery {
         let Some(viewer) = ctx.viewer_opt() else {
             return Ok(None);
         };
-        let services = ctx.services()?;
         Ok(user::Entity::find_by_id(viewer.user_id)
-            .one(&services.db)
+            .one(ctx.service::<DatabaseConnection>()?)
             .await
             .map_err(AppError::from)?
             .map(User::from))
@@ -113,9 +114,8 @@ impl AuthQuery {
         after: Option<String>,
     ) -> async_graphql::Result<KeysetConnection<User>> {
         ctx.admin()?;
-        let services = ctx.services()?;
         Ok(paginate(
-            &services.db,
+            ctx.service::<DatabaseConnection>()?,
             user::Entity::find(),
             Keyset::ascending(vec![user::Column::Username]),
             PageRequest::new(first, after)?,
@@ -140,14 +140,14 @@ impl AuthMutation {
         username: String,
         #[graphql(secret)] password: String,
     ) -> async_graphql::Result<AuthPayload> {
-        let services = ctx.services()?;
+        let auth = ctx.service::<Arc<AuthService>>()?;
         let meta = ctx.request_meta()?;
-        let issued = services.auth.login(&username, &password, meta).await?;
+        let issued = auth.login(&username, &password, meta).await?;
         if let Some(secret) = &issued.session_secret {
-            let secure = cookie::secure_for(services.config.cookie_secure, meta);
+            let secure = cookie::secure_for(auth.cookie_secure(), meta);
             ctx.append_http_header(
                 SET_COOKIE,
-                cookie::set_session(secret, services.auth.session_ttl(), secure),
+                cookie::set_session(secret, auth.session_ttl(), secure),
             );
         }
         Ok(AuthPayload {
@@ -165,8 +165,8 @@ impl AuthMutation {
         ctx: &Context<'_>,
         #[graphql(secret)] token: String,
     ) -> async_graphql::Result<AuthPayload> {
-        let services = ctx.services()?;
-        let issued = services.auth.refresh(&token).await?;
+        let auth = ctx.service::<Arc<AuthService>>()?;
+        let issued = auth.refresh(&token).await?;
         Ok(AuthPayload {
             access_token: issued.access_token,
             refresh_token: issued.refresh_token,
@@ -178,14 +178,14 @@ impl AuthMutation {
     /// Ends the current session (cookie, refresh tokens and access tokens)
     /// and clears the cookie. False when there was no session.
     async fn logout(&self, ctx: &Context<'_>) -> async_graphql::Result<bool> {
-        let services = ctx.services()?;
+        let auth = ctx.service::<Arc<AuthService>>()?;
         let meta = ctx.request_meta()?;
-        let secure = cookie::secure_for(services.config.cookie_secure, meta);
+        let secure = cookie::secure_for(auth.cookie_secure(), meta);
         ctx.append_http_header(SET_COOKIE, cookie::clear_session(secure));
         let Some(viewer) = ctx.viewer_opt() else {
             return Ok(false);
         };
-        services.auth.logout(viewer).await?;
+        auth.logout(viewer).await?;
         Ok(true)
     }
 
@@ -196,9 +196,8 @@ impl AuthMutation {
         input: CreateUserInput,
     ) -> async_graphql::Result<User> {
         ctx.admin()?;
-        let services = ctx.services()?;
-        let user = services
-            .auth
+        let auth = ctx.service::<Arc<AuthService>>()?;
+        let user = auth
             .create_user(
                 &input.username,
                 SecretString::from(input.password),
@@ -218,16 +217,14 @@ impl AuthMutation {
         #[graphql(secret)] new_password: String,
     ) -> async_graphql::Result<bool> {
         let viewer = ctx.viewer()?;
-        let services = ctx.services()?;
-        services
-            .auth
-            .change_password(
-                viewer,
-                SecretString::from(current_password),
-                SecretString::from(new_password),
-                ctx.request_meta()?,
-            )
-            .await?;
+        let auth = ctx.service::<Arc<AuthService>>()?;
+        auth.change_password(
+            viewer,
+            SecretString::from(current_password),
+            SecretString::from(new_password),
+            ctx.request_meta()?,
+        )
+        .await?;
         Ok(true)
     }
 }

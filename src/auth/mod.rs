@@ -34,6 +34,15 @@ impl Viewer {
         self.role == Role::Admin
     }
 
+    /// Whose tasks and events this viewer may see.
+    pub fn audience(&self) -> crate::jobs::Audience {
+        if self.is_admin() {
+            crate::jobs::Audience::Everyone
+        } else {
+            crate::jobs::Audience::Owner(self.user_id)
+        }
+    }
+
     /// Passes only for admins.
     pub fn require_admin(&self) -> AppResult<&Self> {
         if self.is_admin() {

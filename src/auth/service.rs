@@ -21,7 +21,7 @@ use super::{
     tokens::{AccessTokenError, AccessTokenKeys, random_token, token_hash},
 };
 use crate::{
-    config::Config,
+    config::{Config, CookieSecure},
     error::{AppError, AppResult},
     http::client::RequestMeta,
 };
@@ -46,6 +46,7 @@ pub struct AuthService {
     hashing: Hashing,
     access_ttl: chrono::Duration,
     session_ttl: chrono::Duration,
+    cookie_secure: CookieSecure,
     revocations: Revocations,
 }
 
@@ -66,12 +67,18 @@ impl AuthService {
             hashing: Hashing::new(config.hashing_settings()).await?,
             access_ttl: chrono::Duration::from_std(config.access_token_ttl())?,
             session_ttl: chrono::Duration::from_std(config.session_ttl())?,
+            cookie_secure: config.cookie_secure,
             revocations: Revocations::default(),
         })
     }
 
     pub fn session_ttl(&self) -> std::time::Duration {
         self.session_ttl.to_std().unwrap_or_default()
+    }
+
+    /// When the session cookie is marked `Secure` (`TRELLIS_COOKIE_SECURE`).
+    pub fn cookie_secure(&self) -> CookieSecure {
+        self.cookie_secure
     }
 
     /// Checks a username and password and opens a session.

@@ -129,6 +129,18 @@ pub fn alternate_links(html: &str, page: &Url) -> Vec<Discovered> {
 
 /// Fetches `url` (through the SSRF-guarded client) and returns the feed
 /// itself, or the feeds the page links to.
+/// Discovery over the feeds' outbound client (the SSRF guard of
+/// user-supplied URLs): what resolvers and the reader APIs read from their
+/// context.
+#[derive(Clone)]
+pub struct Discoverer(pub HttpClient);
+
+impl Discoverer {
+    pub async fn discover(&self, url: &str) -> AppResult<Vec<Discovered>> {
+        discover(&self.0, url).await
+    }
+}
+
 pub async fn discover(http: &HttpClient, url: &str) -> AppResult<Vec<Discovered>> {
     let fetched = http
         .get(url, HeaderMap::new())

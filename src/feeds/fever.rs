@@ -20,13 +20,12 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{
-    reader_auth,
+    reader_auth::{self, ReaderState},
     reader_form::{Params, unix_time},
     sanitize::sanitize_html,
     service::{FeedsService, ItemPage, ItemState, ReadScope},
 };
 use crate::{
-    app::AppState,
     auth::ratelimit::Realm,
     error::{AppError, AppResult},
     http::client::RequestMeta,
@@ -36,21 +35,24 @@ pub const API_VERSION: i64 = 3;
 /// Items per `items` request, as the protocol fixes it.
 pub const PAGE: u64 = 50;
 
-pub async fn fever(State(state): State<AppState>, meta: RequestMeta, params: Params) -> Response {
-    let db = &state.services.db;
+pub async fn fever(
+    State(state): State<ReaderState>,
+    meta: RequestMeta,
+    params: Params,
+) -> Response {
+    let db = &state.db;
     // Wrong keys are throttled per client address like failed logins, on
     // a budget of their own (a stale key in an app must not lock the
     // web login).
     let user = match params.from_body("api_key") {
         Some(key) => {
             state
-                .services
-                .auth
+                .auth()
                 .throttled(
                     Realm::Fever,
                     None,
                     &meta,
-                    reader_auth::fever_user(db, &state.services.auth, key),
+                    reader_auth::fever_user(db, state.auth(), key),
                 )
                 .await
         }
@@ -77,7 +79,7 @@ pub async fn fever(State(state): State<AppState>, meta: RequestMeta, params: Par
         Err(error) => return error.into_response(),
     };
     answer.insert("auth".into(), json!(1));
-    match respond(&state.services.feeds, user, &params, &mut answer).await {
+    match respond(&state.feeds, user, &params, &mut answer).await {
         Ok(()) => Json(Value::Object(answer)).into_response(),
         Err(error) => error.into_response(),
     }

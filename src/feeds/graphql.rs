@@ -2,18 +2,23 @@
 //! [`FeedsService`]; every one starts from `ctx.viewer()` and passes the
 //! viewer's id down, so nothing crosses users.
 
+use std::sync::Arc;
+
 use async_graphql::{
     ComplexObject, Context, ID, InputObject, MaybeUndefined, Object, SimpleObject, Subscription,
 };
 use chrono::{DateTime, Utc};
 use entity::{bookmark, feed, feed_fetch_state, feed_group, feed_settings, item};
 use futures_util::Stream;
-use sea_orm::{ColumnTrait, QueryFilter};
+use sea_orm::{ColumnTrait, DatabaseConnection, QueryFilter};
 use serde_json::json;
 use url::Url;
 
 use super::{
-    FEED_UPDATED, IMPORT_KIND, PULL_KIND, REFRESH_ALL_KIND, REFRESH_INTERVALS, discover, opml,
+    FEED_UPDATED, IMPORT_KIND, PULL_KIND, REFRESH_ALL_KIND, REFRESH_INTERVALS,
+    discover::Discoverer,
+    loaders::{FeedLoaders, ItemCounts},
+    opml,
     pull::PullMode,
     reader_auth,
     sanitize::sanitize_html,
@@ -23,16 +28,25 @@ use super::{
     },
 };
 use crate::{
+    auth::service::AuthService,
     error::{AppError, AppResult},
     graphql::{
         context::ContextExt,
         pagination::{KeyValue, Keyset, KeysetConnection, PageRequest, paginate},
     },
-    jobs::model::{NewTask, Queue, Task},
+    jobs::{
+        Jobs,
+        graphql::Task,
+        model::{NewTask, Queue},
+    },
 };
 
 fn feeds<'a>(ctx: &'a Context<'_>) -> AppResult<&'a FeedsService> {
-    Ok(&ctx.services()?.feeds)
+    ctx.service::<FeedsService>()
+}
+
+fn loaders<'a>(ctx: &'a Context<'_>) -> AppResult<&'a FeedLoaders> {
+    Ok(ctx.service::<Arc<FeedLoaders>>()?)
 }
 
 /// Feed-domain ids are integers; clients treat them as opaque strings.
@@ -72,8 +86,7 @@ impl FeedGroup {
         if self.0.user_id != viewer.user_id {
             return Ok(Vec::new());
         }
-        Ok(ctx
-            .loaders()?
+        Ok(loaders(ctx)?
             .group_feeds
             .load_one(self.0.id)
             .await?
@@ -111,8 +124,7 @@ impl Feed {
         self.0.refresh_interval_seconds
     }
     async fn group(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<FeedGroup>> {
-        Ok(ctx
-            .loaders()?
+        Ok(loaders(ctx)?
             .feed_groups
             .load_one(self.0.group_id)
             .await?
@@ -120,8 +132,7 @@ impl Feed {
     }
     /// The pull worker's view of this feed.
     async fn fetch_state(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<FetchState>> {
-        Ok(ctx
-            .loaders()?
+        Ok(loaders(ctx)?
             .fetch_states
             .load_one(self.0.id)
             .await?
@@ -141,8 +152,8 @@ impl Feed {
     }
 }
 
-async fn counts(ctx: &Context<'_>, feed_id: i64) -> AppResult<crate::graphql::loaders::ItemCounts> {
-    ctx.loaders()?
+async fn counts(ctx: &Context<'_>, feed_id: i64) -> AppResult<ItemCounts> {
+    loaders(ctx)?
         .item_counts
         .load_one(feed_id)
         .await
@@ -202,8 +213,7 @@ impl Item {
         ID(self.0.feed_id.to_string())
     }
     async fn feed(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<Feed>> {
-        Ok(ctx
-            .loaders()?
+        Ok(loaders(ctx)?
             .feeds
             .load_one(self.0.feed_id)
             .await?
@@ -223,8 +233,7 @@ impl Item {
     async fn content(&self, ctx: &Context<'_>) -> async_graphql::Result<String> {
         let base = match &self.0.link {
             Some(link) => Some(link.clone()),
-            None => ctx
-                .loaders()?
+            None => loaders(ctx)?
                 .feeds
                 .load_one(self.0.feed_id)
                 .await?
@@ -586,8 +595,9 @@ impl FeedsQuery {
         url: String,
     ) -> async_graphql::Result<Vec<DiscoveredFeed>> {
         ctx.viewer()?;
-        let services = ctx.services()?;
-        Ok(discover::discover(&services.http, url.trim())
+        Ok(ctx
+            .service::<Discoverer>()?
+            .discover(url.trim())
             .await?
             .into_iter()
             .map(|found| DiscoveredFeed {
@@ -607,7 +617,7 @@ impl FeedsQuery {
     /// Whether you have set a password for mobile reader apps (Fever API at `/fever/`).
     async fn reader_api_enabled(&self, ctx: &Context<'_>) -> async_graphql::Result<bool> {
         let viewer = ctx.viewer()?;
-        Ok(reader_auth::enabled(&ctx.services()?.db, viewer.user_id).await?)
+        Ok(reader_auth::enabled(ctx.service::<DatabaseConnection>()?, viewer.user_id).await?)
     }
 
     /// The values `refreshIntervalSeconds` may take.
@@ -883,7 +893,6 @@ impl FeedsMutation {
         idempotency_key: Option<String>,
     ) -> async_graphql::Result<Task> {
         let viewer = ctx.viewer()?;
-        let services = ctx.services()?;
         let feeds =
             opml::parse(&opml).map_err(|error| AppError::bad_input("opml", error.to_string()))?;
         let mut task = NewTask::new(
@@ -893,7 +902,9 @@ impl FeedsMutation {
         );
         task.owner_id = Some(viewer.user_id);
         task.idempotency_key = idempotency_key;
-        Ok(Task::from(&services.jobs.enqueue(task).await?.task))
+        Ok(Task::from(
+            &ctx.service::<Jobs>()?.enqueue(task).await?.task,
+        ))
     }
 
     /// Sets the password mobile reader apps sign in with (your username —
@@ -908,10 +919,9 @@ impl FeedsMutation {
         #[graphql(secret)] password: String,
     ) -> async_graphql::Result<bool> {
         let viewer = ctx.viewer()?;
-        let services = ctx.services()?;
         reader_auth::set_password(
-            &services.db,
-            &services.auth,
+            ctx.service::<DatabaseConnection>()?,
+            ctx.service::<Arc<AuthService>>()?,
             viewer,
             current_password.into(),
             password.into(),
@@ -924,15 +934,13 @@ impl FeedsMutation {
     /// Turns the reader APIs off for you; returns whether they were on.
     async fn clear_reader_password(&self, ctx: &Context<'_>) -> async_graphql::Result<bool> {
         let viewer = ctx.viewer()?;
-        Ok(reader_auth::clear(&ctx.services()?.db, viewer).await?)
+        Ok(reader_auth::clear(ctx.service::<DatabaseConnection>()?, viewer).await?)
     }
 
     /// Pulls one feed now (bypassing its schedule). Returns the task at once.
     async fn refresh_feed(&self, ctx: &Context<'_>, id: ID) -> async_graphql::Result<Task> {
         let viewer = ctx.viewer()?;
-        let services = ctx.services()?;
-        let feed = services
-            .feeds
+        let feed = feeds(ctx)?
             .feed(viewer.user_id, parse_int_id("id", &id)?)
             .await?;
         let mut task = NewTask::new(
@@ -942,21 +950,24 @@ impl FeedsMutation {
         );
         task.owner_id = Some(viewer.user_id);
         task.max_attempts = Some(1);
-        Ok(Task::from(&services.jobs.enqueue(task).await?.task))
+        Ok(Task::from(
+            &ctx.service::<Jobs>()?.enqueue(task).await?.task,
+        ))
     }
 
     /// Pulls all your non-suspended feeds now. Returns the task at once; it
     /// succeeds when every feed has been tried (its result counts them).
     async fn refresh_all_feeds(&self, ctx: &Context<'_>) -> async_graphql::Result<Task> {
         let viewer = ctx.viewer()?;
-        let services = ctx.services()?;
         let mut task = NewTask::new(
             REFRESH_ALL_KIND,
             Queue::Medium,
             json!({ "userId": viewer.user_id }),
         );
         task.owner_id = Some(viewer.user_id);
-        Ok(Task::from(&services.jobs.enqueue(task).await?.task))
+        Ok(Task::from(
+            &ctx.service::<Jobs>()?.enqueue(task).await?.task,
+        ))
     }
 }
 
@@ -989,14 +1000,14 @@ impl FeedsSubscription {
         feed_id: Option<ID>,
     ) -> async_graphql::Result<impl Stream<Item = async_graphql::Result<FeedUpdate>> + use<>> {
         let viewer = ctx.viewer()?.clone();
-        let services = ctx.services()?.clone();
+        let service = feeds(ctx)?.clone();
+        let bus = ctx.service::<Jobs>()?.bus().clone();
         let only = feed_id
             .as_ref()
             .map(|id| parse_int_id("feedId", id))
             .transpose()?;
-        let bus = services.jobs.bus().clone();
         Ok(crate::graphql::subscription::follow(&bus, move |event| {
-            let services = services.clone();
+            let service = service.clone();
             let user_id = viewer.user_id;
             async move {
                 if event.topic != FEED_UPDATED || event.owner_id != Some(user_id) {
@@ -1006,9 +1017,8 @@ impl FeedsSubscription {
                 if only.is_some_and(|only| only != id) {
                     return None;
                 }
-                let feed = services.feeds.feed(user_id, id).await.ok()?;
-                let fetch_state = services
-                    .feeds
+                let feed = service.feed(user_id, id).await.ok()?;
+                let fetch_state = service
                     .fetch_state(id)
                     .await
                     .ok()

@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 
+use async_graphql::connection::CursorType;
 use axum::{
     Json, Router,
     extract::{FromRequest, Path, Request, State},
@@ -30,18 +31,19 @@ use axum::{
 };
 use chrono::{DateTime, Utc};
 use entity::{feed, item, reader_credential};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Select};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::{
+    reader_auth::ReaderState,
     reader_form::{Params, unix_time},
     service::{FeedPatch, FeedsService, NewFeed, ReadScope},
 };
 use crate::{
-    app::AppState,
     auth::{ratelimit::Realm, service::AuthService},
     error::{AppError, AppResult},
+    graphql::pagination::{Cursor, KeyValue, Keyset, keyset_page},
     http::client::RequestMeta,
 };
 
@@ -55,7 +57,7 @@ const MAX_IDS: u64 = 10_000;
 /// Most items one contents answer carries.
 const MAX_CONTENTS: u64 = 1_000;
 
-pub fn routes() -> Router<AppState> {
+pub fn routes() -> Router<ReaderState> {
     Router::new()
         // POST only: a password in a query string ends up in logs.
         .route("/accounts/ClientLogin", post(client_login))
@@ -197,17 +199,17 @@ fn header_token(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The user a token (from `ClientLogin`) belongs to.
-async fn authenticate(state: &AppState, token: Option<&str>) -> AppResult<Uuid> {
+async fn authenticate(state: &ReaderState, token: Option<&str>) -> AppResult<Uuid> {
     let token = token.ok_or(AppError::Unauthenticated("GoogleLogin auth token required"))?;
     let (user, tag) = token
         .split_once('/')
         .ok_or(AppError::Unauthenticated("invalid token"))?;
     let user = Uuid::parse_str(user).map_err(|_| AppError::Unauthenticated("invalid token"))?;
     let credential = reader_credential::Entity::find_by_id(user)
-        .one(&state.services.db)
+        .one(&state.db)
         .await?
         .ok_or(AppError::Unauthenticated("invalid token"))?;
-    let expected = sign(&state.services.auth, user, &credential.password_hash);
+    let expected = sign(state.auth(), user, &credential.password_hash);
     let presented = format!("{}/{tag}", user.simple());
     // Compare in constant time: the tag is a secret.
     let mac_ok = expected.len() == presented.len()
@@ -239,10 +241,10 @@ struct ReaderRequest {
     params: Params,
 }
 
-impl FromRequest<AppState> for ReaderRequest {
+impl FromRequest<ReaderState> for ReaderRequest {
     type Rejection = Response;
 
-    async fn from_request(request: Request, state: &AppState) -> Result<Self, Response> {
+    async fn from_request(request: Request, state: &ReaderState) -> Result<Self, Response> {
         let from_header = header_token(request.headers()).map(str::to_owned);
         let is_post = request.method() == axum::http::Method::POST;
         let params = Params::from_request(request, state).await?;
@@ -257,7 +259,7 @@ impl FromRequest<AppState> for ReaderRequest {
         Ok(ReaderRequest {
             user,
             token: token.unwrap_or_default(),
-            feeds: state.services.feeds.clone(),
+            feeds: state.feeds.clone(),
             params,
         })
     }
@@ -302,7 +304,7 @@ fn ok() -> Reply {
 /// `POST /accounts/ClientLogin` (`Email`, `Passwd`, optional
 /// `output=json`), throttled like the account login.
 async fn client_login(
-    State(state): State<AppState>,
+    State(state): State<ReaderState>,
     meta: RequestMeta,
     params: Params,
 ) -> Response {
@@ -314,12 +316,12 @@ async fn client_login(
     let check = async {
         let user = entity::user::Entity::find()
             .filter(entity::user::Column::Username.eq(username.trim().to_lowercase()))
-            .one(&state.services.db)
+            .one(&state.db)
             .await?;
         let credential = match &user {
             Some(user) => {
                 reader_credential::Entity::find_by_id(user.id)
-                    .one(&state.services.db)
+                    .one(&state.db)
                     .await?
             }
             None => None,
@@ -327,23 +329,16 @@ async fn client_login(
         // Verify against a decoy when there is no such user or credential,
         // so timing does not tell which usernames exist.
         let stored = credential.as_ref().map(|c| c.password_hash.as_str());
-        let verified = state
-            .services
-            .auth
-            .check_password(candidate, stored)
-            .await?;
+        let verified = state.auth().check_password(candidate, stored).await?;
         Ok(match (user, credential, verified) {
-            (Some(user), Some(credential), true) => Some(sign(
-                &state.services.auth,
-                user.id,
-                &credential.password_hash,
-            )),
+            (Some(user), Some(credential), true) => {
+                Some(sign(state.auth(), user.id, &credential.password_hash))
+            }
             _ => None,
         })
     };
     match state
-        .services
-        .auth
+        .auth()
         .throttled(Realm::GoogleReader, Some(username), &meta, check)
         .await
     {
@@ -454,7 +449,8 @@ async fn unread_count(ReaderRequest { user, feeds, .. }: ReaderRequest) -> Reply
     Ok(Json(json!({ "max": total, "unreadcounts": entries })).into_response())
 }
 
-/// The items of a stream, with the request's exclusions, time bounds and order.
+/// The items of a stream, with the request's exclusions and time bounds
+/// (the order is [`stream_order`]'s).
 fn stream_items(
     feeds: &FeedsService,
     user: Uuid,
@@ -491,15 +487,18 @@ fn stream_items(
     if let Some(until) = params.number("nt").and_then(unix_time) {
         select = select.filter(item::Column::ArrivedAt.lt(until));
     }
-    Ok(if params.one("r") == Some("o") {
-        select
-            .order_by_asc(item::Column::PubDate)
-            .order_by_asc(item::Column::Id)
+    Ok(select)
+}
+
+/// Newest first, or oldest first with `r=o`; the id breaks ties, so the
+/// order is total and a continuation names an exact place in it.
+fn stream_order(params: &Params) -> Keyset<item::Column> {
+    let columns = vec![item::Column::PubDate, item::Column::Id];
+    if params.one("r") == Some("o") {
+        Keyset::ascending(columns)
     } else {
-        select
-            .order_by_desc(item::Column::PubDate)
-            .order_by_desc(item::Column::Id)
-    })
+        Keyset::descending(columns)
+    }
 }
 
 fn feed_ids_in_named_group(user: Uuid, name: &str) -> sea_orm::sea_query::SelectStatement {
@@ -520,7 +519,10 @@ fn feed_ids_in_named_group(user: Uuid, name: &str) -> sea_orm::sea_query::Select
         .to_owned()
 }
 
-/// One page of a stream: `n` items after the continuation offset `c`.
+/// One page of a stream: `n` items after the continuation `c`. A
+/// continuation is the last item's place in the order (keyset paging, as
+/// every list in the API pages), so items arriving between two pages never
+/// shift one into the next page twice or out of both.
 async fn page(
     feeds: &FeedsService,
     select: Select<item::Entity>,
@@ -528,11 +530,26 @@ async fn page(
     max: u64,
 ) -> AppResult<(Vec<item::Model>, Option<String>)> {
     let n = page_size(params, max);
-    let offset = params.number("c").map_or(0, |c| c.max(0) as u64);
-    let mut rows = select.offset(offset).limit(n + 1).all(feeds.db()).await?;
-    let more = rows.len() as u64 > n;
-    rows.truncate(n as usize);
-    Ok((rows, more.then(|| (offset + n).to_string())))
+    let after = params
+        .one("c")
+        .map(|text| {
+            Cursor::decode_cursor(text)
+                .map_err(|_| AppError::bad_input("c", "not a continuation of this stream"))
+        })
+        .transpose()?;
+    let (rows, more) = keyset_page(
+        feeds.db(),
+        select,
+        &stream_order(params),
+        after.as_ref(),
+        "c",
+        n,
+    )
+    .await?;
+    let continuation = rows.last().filter(|_| more).map(|last| {
+        Cursor(vec![KeyValue::Time(last.pub_date), KeyValue::Int(last.id)]).encode_cursor()
+    });
+    Ok((rows, continuation))
 }
 
 /// Adds the next page's `continuation` to a stream answer, when there is one.
@@ -854,7 +871,7 @@ async fn subscription_edit(
 /// is found (as `discoverFeeds` finds it) and followed. A feed already
 /// followed answers `numResults: 0`, as the peers do.
 async fn quickadd(
-    State(state): State<AppState>,
+    State(state): State<ReaderState>,
     ReaderRequest {
         user,
         feeds,
@@ -866,7 +883,7 @@ async fn quickadd(
         .one("quickadd")
         .map(|link| link.strip_prefix("feed/").unwrap_or(link).trim().to_owned())
         .ok_or_else(|| AppError::bad_input("quickadd", "give quickadd=<feed URL>"))?;
-    let found = match super::discover::discover(&state.services.http, &query).await {
+    let found = match state.discoverer.discover(&query).await {
         Ok(found) => found,
         // Unreachable or not a page: in the protocol's words, not a 400.
         Err(AppError::BadUserInput { message, .. }) => {

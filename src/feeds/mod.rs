@@ -16,12 +16,16 @@
 //! - Mobile apps: [`fever`] (the Fever API) and [`greader`] (the Google
 //!   Reader API), with [`reader_auth`] (their password) and
 //!   [`reader_form`] (their parameters).
+//! - Wiring: [`settings`] (its command-line settings), [`domain`] (what the
+//!   app builds and starts), [`loaders`] (its DataLoaders).
 
 pub mod dates;
 pub mod discover;
+pub mod domain;
 pub mod fever;
 pub mod graphql;
 pub mod greader;
+pub mod loaders;
 pub mod mapping;
 pub mod names;
 pub mod opml;
@@ -36,9 +40,13 @@ pub mod sanitize;
 pub mod scheduler;
 pub mod search;
 pub mod service;
+pub mod settings;
 pub mod store;
 pub mod tasks;
 pub mod text;
+
+pub use domain::setup;
+pub use settings::Settings;
 
 /// Event: a feed was created, changed or deleted (wakes the schedulers).
 pub const FEED_CHANGED: &str = "feed.changed";

@@ -151,3 +151,24 @@ mod tests {
         assert_eq!(fever_key("", ""), "853ae90f0351324bd73ea615e6487517");
     }
 }
+
+/// What the reader APIs' routes (Fever, Google Reader) read.
+#[derive(Clone)]
+pub struct ReaderState {
+    pub web: crate::http::Web,
+    pub db: sea_orm::DatabaseConnection,
+    pub feeds: super::service::FeedsService,
+    pub discoverer: super::discover::Discoverer,
+}
+
+impl ReaderState {
+    pub fn auth(&self) -> &crate::auth::service::AuthService {
+        &self.web.auth
+    }
+}
+
+impl axum::extract::FromRef<ReaderState> for crate::http::Web {
+    fn from_ref(state: &ReaderState) -> Self {
+        state.web.clone()
+    }
+}

@@ -1,22 +1,23 @@
 //! What a resolver can ask of its context. Every resolver starts with one of
 //! [`ContextExt::viewer`] or [`ContextExt::admin`] unless it is public on
 //! purpose (`login`, `refreshToken`, `me`), so authorization is visible at
-//! the top of each resolver.
+//! the top of each resolver. Then it reads the typed service it calls
+//! ([`ContextExt::service`]), which its domain put in the request's data.
 
-use std::sync::Arc;
+use std::any::{Any, type_name};
 
 use async_graphql::Context;
 
-use super::loaders::Loaders;
 use crate::{
-    app::Services,
     auth::Viewer,
     error::{AppError, AppResult},
     http::client::RequestMeta,
 };
 
 pub trait ContextExt {
-    fn services(&self) -> AppResult<&Services>;
+    /// A service (or a domain's DataLoaders) from the request's data, e.g.
+    /// `ctx.service::<FeedsService>()`.
+    fn service<T: Any + Send + Sync>(&self) -> AppResult<&T>;
     /// The caller, or `UNAUTHENTICATED`.
     fn viewer(&self) -> AppResult<&Viewer>;
     /// The caller if an admin; `FORBIDDEN` for members, `UNAUTHENTICATED` for anonymous.
@@ -24,14 +25,16 @@ pub trait ContextExt {
     /// The caller, if any.
     fn viewer_opt(&self) -> Option<&Viewer>;
     fn request_meta(&self) -> AppResult<&RequestMeta>;
-    /// The request's DataLoaders.
-    fn loaders(&self) -> AppResult<&Arc<Loaders>>;
 }
 
 impl ContextExt for Context<'_> {
-    fn services(&self) -> AppResult<&Services> {
-        self.data_opt::<Services>()
-            .ok_or_else(|| AppError::internal(anyhow::anyhow!("services missing from schema data")))
+    fn service<T: Any + Send + Sync>(&self) -> AppResult<&T> {
+        self.data_opt::<T>().ok_or_else(|| {
+            AppError::internal(anyhow::anyhow!(
+                "{} missing from the request's data",
+                type_name::<T>()
+            ))
+        })
     }
 
     fn viewer(&self) -> AppResult<&Viewer> {
@@ -48,12 +51,6 @@ impl ContextExt for Context<'_> {
     }
 
     fn request_meta(&self) -> AppResult<&RequestMeta> {
-        self.data_opt::<RequestMeta>()
-            .ok_or_else(|| AppError::internal(anyhow::anyhow!("request metadata missing")))
-    }
-
-    fn loaders(&self) -> AppResult<&Arc<Loaders>> {
-        self.data_opt::<Arc<Loaders>>()
-            .ok_or_else(|| AppError::internal(anyhow::anyhow!("loaders missing from request data")))
+        self.service::<RequestMeta>()
     }
 }

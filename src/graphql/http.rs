@@ -8,22 +8,56 @@
 //! (400: malformed JSON, oversized batch) and `UNAUTHENTICATED` (401: a bad
 //! bearer token).
 
-use async_graphql::{BatchRequest, http::GraphiQLSource};
+use std::sync::Arc;
+
+use async_graphql::{BatchRequest, Data, Executor, http::GraphiQLSource};
 use axum::{
-    Json,
+    Json, Router,
     body::Bytes,
-    extract::{State, WebSocketUpgrade, rejection::BytesRejection},
+    extract::{FromRef, State, WebSocketUpgrade, rejection::BytesRejection},
     http::{HeaderMap, HeaderValue, StatusCode, header},
     response::{Html, IntoResponse, Response},
+    routing::get,
 };
 use serde_json::json;
 
-use super::{loaders::Loaders, ws};
+use super::ws::{self, WsLimits};
 use crate::{
-    app::AppState,
     error::AppError,
-    http::{client::RequestMeta, identify},
+    http::{Web, client::RequestMeta, identify},
 };
+
+/// Puts what one operation's resolvers read into its data: every domain's
+/// typed service and fresh DataLoaders (the app composes it from the
+/// domains).
+pub type RequestData = Arc<dyn Fn(&mut Data) + Send + Sync>;
+
+/// The GraphQL endpoints' state: the schema and what each request gets.
+#[derive(Clone)]
+pub struct Endpoint<E> {
+    pub schema: E,
+    pub web: Web,
+    pub request_data: RequestData,
+    /// `TRELLIS_MAX_BODY_BYTES`, for the error message and WebSocket frames.
+    pub max_body_bytes: usize,
+    /// `TRELLIS_GRAPHQL_MAX_BATCH`.
+    pub max_batch: usize,
+    pub ws_limits: WsLimits,
+}
+
+impl<E> FromRef<Endpoint<E>> for Web {
+    fn from_ref(state: &Endpoint<E>) -> Web {
+        state.web.clone()
+    }
+}
+
+/// `/graphql` (POST and GraphiQL) and `/graphql/ws`.
+pub fn routes<E: Executor>(endpoint: Endpoint<E>) -> Router {
+    Router::new()
+        .route("/graphql", get(graphiql).post(graphql_post::<E>))
+        .route("/graphql/ws", get(graphql_ws::<E>))
+        .with_state(endpoint)
+}
 
 fn http_error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
     let body = json!({ "errors": [{ "message": message.into(), "extensions": { "code": code } }] });
@@ -31,8 +65,8 @@ fn http_error(status: StatusCode, code: &str, message: impl Into<String>) -> Res
 }
 
 /// `POST /graphql`: one operation or a batch (JSON array).
-pub async fn graphql_post(
-    State(state): State<AppState>,
+async fn graphql_post<E: Executor>(
+    State(state): State<Endpoint<E>>,
     meta: RequestMeta,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
@@ -43,10 +77,7 @@ pub async fn graphql_post(
             return http_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "PAYLOAD_TOO_LARGE",
-                format!(
-                    "request body exceeds {} bytes",
-                    state.services.config.max_body_bytes
-                ),
+                format!("request body exceeds {} bytes", state.max_body_bytes),
             );
         }
         Err(rejection) => {
@@ -82,7 +113,7 @@ pub async fn graphql_post(
             "malformed GraphQL request: `query` is missing or empty",
         );
     }
-    let max_batch = state.services.config.graphql_max_batch;
+    let max_batch = state.max_batch;
     if let BatchRequest::Batch(requests) = &batch
         && (requests.is_empty() || requests.len() > max_batch)
     {
@@ -93,7 +124,7 @@ pub async fn graphql_post(
         );
     }
 
-    let viewer = match identify(&state.services.auth, &headers).await {
+    let viewer = match identify(&state.web.auth, &headers).await {
         Ok(viewer) => viewer,
         Err(error @ AppError::Unauthenticated(_)) => {
             let mut response = error.into_response();
@@ -105,9 +136,12 @@ pub async fn graphql_post(
         }
         Err(error) => return error.into_response(),
     };
-    let mut batch = batch.data(meta).data(Loaders::new(&state.services.db));
+    let mut batch = batch.data(meta);
     if let Some(viewer) = viewer {
         batch = batch.data(viewer);
+    }
+    for request in batch.iter_mut() {
+        (state.request_data)(&mut request.data);
     }
 
     let response = state.schema.execute_batch(batch).await;
@@ -123,7 +157,7 @@ pub async fn graphql_post(
 }
 
 /// `GET /graphql`: the GraphiQL playground.
-pub async fn graphiql() -> impl IntoResponse {
+async fn graphiql() -> impl IntoResponse {
     static PAGE: std::sync::OnceLock<(String, HeaderValue)> = std::sync::OnceLock::new();
     let (page, policy) = PAGE.get_or_init(|| {
         let page = GraphiQLSource::build()
@@ -156,8 +190,8 @@ pub async fn graphiql() -> impl IntoResponse {
 /// (`{"authorization": "Bearer …"}` or `{"token": "…"}`), else the session
 /// cookie — the latter only when the page's `Origin` is allowed, so another
 /// site cannot ride a user's cookie over a WebSocket.
-pub async fn graphql_ws(
-    State(state): State<AppState>,
+async fn graphql_ws<E: Executor>(
+    State(state): State<Endpoint<E>>,
     meta: RequestMeta,
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
@@ -175,11 +209,11 @@ pub async fn graphql_ws(
             format!("a GraphQL WebSocket must offer the `{PROTOCOL}` subprotocol"),
         );
     }
-    let cookie_viewer = if state.origin_allowed(&meta) {
+    let cookie_viewer = if state.web.origin_allowed(&meta) {
         let secret = crate::auth::cookie::session_secret(&headers);
         match secret {
             Some(secret) => state
-                .services
+                .web
                 .auth
                 .authenticate_cookie(&secret)
                 .await
@@ -190,12 +224,12 @@ pub async fn graphql_ws(
     } else {
         None
     };
-    let config = &state.services.config;
-    let max_message = config.max_body_bytes;
+    let max_message = state.max_body_bytes;
     let connection = ws::Upgrade {
-        limits: config.ws_limits(),
+        limits: state.ws_limits,
         schema: state.schema.clone(),
-        services: state.services.clone(),
+        auth: state.web.auth.clone(),
+        request_data: state.request_data.clone(),
         meta,
         cookie_viewer,
     };

@@ -84,8 +84,13 @@ impl KeyValue {
     }
 }
 
-/// Whether `cursor` is a key of a list ordered by columns of these types.
-fn check_cursor(cursor: &Cursor, column_types: &[ColumnType]) -> AppResult<()> {
+/// Whether `cursor` is a key of a list ordered by columns of these types
+/// (`field` names the argument it came in).
+fn check_cursor(
+    cursor: &Cursor,
+    column_types: &[ColumnType],
+    field: &'static str,
+) -> AppResult<()> {
     let fits = cursor.0.len() == column_types.len()
         && cursor
             .0
@@ -96,7 +101,7 @@ fn check_cursor(cursor: &Cursor, column_types: &[ColumnType]) -> AppResult<()> {
         Ok(())
     } else {
         Err(AppError::bad_input(
-            "after",
+            field,
             "cursor does not belong to this list",
         ))
     }
@@ -207,13 +212,13 @@ impl<C: ColumnTrait + IntoColumnRef + Copy> Keyset<C> {
         }
     }
 
-    fn after(&self, cursor: &Cursor) -> AppResult<SimpleExpr> {
+    fn after(&self, cursor: &Cursor, field: &'static str) -> AppResult<SimpleExpr> {
         let column_types: Vec<ColumnType> = self
             .columns
             .iter()
             .map(|column| column.def().get_column_type().clone())
             .collect();
-        check_cursor(cursor, &column_types)?;
+        check_cursor(cursor, &column_types, field)?;
         let left = Expr::tuple(self.columns.iter().map(|c| Expr::col(*c)));
         let right = Expr::tuple(
             cursor
@@ -254,17 +259,15 @@ where
         }))
     };
 
-    let mut query = select;
-    if let Some(cursor) = &page.after {
-        query = query.filter(keyset.after(cursor)?);
-    }
-    for column in &keyset.columns {
-        query = query.order_by(*column, keyset.order.clone());
-    }
-    let mut rows = query.limit(page.limit as u64 + 1).all(db).await?;
-    let has_next_page = rows.len() > page.limit;
-    rows.truncate(page.limit);
-
+    let (rows, has_next_page) = keyset_page(
+        db,
+        select,
+        &keyset,
+        page.after.as_ref(),
+        "after",
+        page.limit as u64,
+    )
+    .await?;
     let mut connection =
         Connection::with_additional_fields(page.after.is_some(), has_next_page, total);
     connection.edges = rows
@@ -272,6 +275,33 @@ where
         .map(|row| Edge::new(Cursor(key(&row)), node(row)))
         .collect();
     Ok(connection)
+}
+
+/// One page of `select` in the keyset's order: at most `limit` rows after
+/// `after` (checked first; `field` names the argument it came in), and
+/// whether more follow. `select` carries the filters, not the order.
+pub async fn keyset_page<E>(
+    db: &DatabaseConnection,
+    select: Select<E>,
+    keyset: &Keyset<E::Column>,
+    after: Option<&Cursor>,
+    field: &'static str,
+    limit: u64,
+) -> AppResult<(Vec<E::Model>, bool)>
+where
+    E: EntityTrait,
+{
+    let mut query = select;
+    if let Some(cursor) = after {
+        query = query.filter(keyset.after(cursor, field)?);
+    }
+    for column in &keyset.columns {
+        query = query.order_by(*column, keyset.order.clone());
+    }
+    let mut rows = query.limit(limit.saturating_add(1)).all(db).await?;
+    let more = rows.len() as u64 > limit;
+    rows.truncate(limit as usize);
+    Ok((rows, more))
 }
 
 #[cfg(test)]
@@ -297,7 +327,7 @@ mod tests {
         let key = [ColumnType::TimestampWithTimeZone, ColumnType::BigInteger];
         let at = |text: &str| KeyValue::Time(text.parse().unwrap());
         let ok = Cursor(vec![at("2026-11-30T10:00:00Z"), KeyValue::Int(7)]);
-        assert!(check_cursor(&ok, &key).is_ok());
+        assert!(check_cursor(&ok, &key, "after").is_ok());
         for wrong in [
             vec![KeyValue::Int(5)],
             vec![KeyValue::Int(5), KeyValue::Int(7)],
@@ -315,15 +345,22 @@ mod tests {
                 KeyValue::Int(8),
             ],
         ] {
-            let error = check_cursor(&Cursor(wrong.clone()), &key).unwrap_err();
+            let error = check_cursor(&Cursor(wrong.clone()), &key, "after").unwrap_err();
             assert_eq!(error.code(), "BAD_USER_INPUT", "{wrong:?}");
         }
         let text = [ColumnType::String(Default::default())];
-        assert!(check_cursor(&Cursor(vec![KeyValue::Text("alice".into())]), &text).is_ok());
-        assert!(check_cursor(&Cursor(vec![KeyValue::Text("a\0".into())]), &text).is_err());
+        assert!(
+            check_cursor(
+                &Cursor(vec![KeyValue::Text("alice".into())]),
+                &text,
+                "after"
+            )
+            .is_ok()
+        );
+        assert!(check_cursor(&Cursor(vec![KeyValue::Text("a\0".into())]), &text, "after").is_err());
         // `users(after: "W3siaSI6IDV9XQ")`: an integer for the username.
         let cursor = Cursor::decode_cursor("W3siaSI6IDV9XQ").unwrap();
-        assert!(check_cursor(&cursor, &text).is_err());
+        assert!(check_cursor(&cursor, &text, "after").is_err());
     }
 
     #[test]

@@ -24,7 +24,7 @@
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use async_graphql::{Data, Request, Response};
+use async_graphql::{Data, Executor, Request, Response};
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use futures_util::{
     SinkExt, StreamExt,
@@ -34,8 +34,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::{TrellisSchema, loaders::Loaders};
-use crate::{app::Services, auth::Viewer, error::AppError, http::client::RequestMeta};
+use super::http::RequestData;
+use crate::{
+    auth::{Viewer, service::AuthService},
+    error::AppError,
+    http::client::RequestMeta,
+};
 
 /// The connection's limits (`TRELLIS_WS_INIT_TIMEOUT`, `TRELLIS_WS_MAX_SUBSCRIPTIONS`).
 #[derive(Debug, Clone, Copy)]
@@ -249,9 +253,11 @@ struct Event {
 }
 
 /// Who the connection is for, decided at the upgrade.
-pub struct Upgrade {
-    pub schema: TrellisSchema,
-    pub services: Services,
+pub struct Upgrade<E> {
+    pub schema: E,
+    pub auth: Arc<AuthService>,
+    /// Each operation's services and fresh loaders.
+    pub request_data: RequestData,
     pub meta: RequestMeta,
     /// The session cookie's viewer when the page's origin is allowed.
     pub cookie_viewer: Option<Viewer>,
@@ -259,10 +265,11 @@ pub struct Upgrade {
 }
 
 /// Runs one connection until either side closes it.
-pub async fn serve(socket: WebSocket, upgrade: Upgrade) {
+pub async fn serve<E: Executor>(socket: WebSocket, upgrade: Upgrade<E>) {
     let Upgrade {
         schema,
-        services,
+        auth,
+        request_data,
         meta,
         cookie_viewer,
         limits,
@@ -275,7 +282,7 @@ pub async fn serve(socket: WebSocket, upgrade: Upgrade) {
     let init_deadline = tokio::time::sleep(limits.init_timeout);
     tokio::pin!(init_deadline);
     // Subscribed before authenticating, so no end between the two is missed.
-    let mut revoked = services.auth.revocations().subscribe();
+    let mut revoked = auth.revocations().subscribe();
     let mut signed_in: Option<Viewer> = None;
     let mut recheck = tokio::time::interval_at(
         tokio::time::Instant::now() + limits.session_recheck,
@@ -320,17 +327,17 @@ pub async fn serve(socket: WebSocket, upgrade: Upgrade) {
                     Ok(ended) if ended.ends(viewer) => Step::Close(Close::session_ended()),
                     Ok(_) | Err(RecvError::Closed) => continue,
                     // Missed announcements: ask the database.
-                    Err(RecvError::Lagged(_)) => session_step(&services, viewer).await,
+                    Err(RecvError::Lagged(_)) => session_step(&auth, viewer).await,
                 }
             }
             _ = recheck.tick(), if signed_in.is_some() => {
                 let Some(viewer) = &signed_in else { continue };
-                session_step(&services, viewer).await
+                session_step(&auth, viewer).await
             }
         };
         let reply = match step {
             Step::Authenticate(payload) => {
-                match authenticate(&services, &payload, cookie_viewer.clone()).await {
+                match authenticate(&auth, &payload, cookie_viewer.clone()).await {
                     Ok(viewer) => {
                         let mut data = Data::default();
                         data.insert(meta.clone());
@@ -358,10 +365,11 @@ pub async fn serve(socket: WebSocket, upgrade: Upgrade) {
                     // The protocol starts operations only after the ack.
                     break Some(Close::internal());
                 };
-                let request = (*request).data(Loaders::new(&services.db));
+                let mut request = *request;
+                request_data(&mut request.data);
                 let (abort, registration) = AbortHandle::new_pair();
                 aborts.insert(generation, abort);
-                let results = schema.execute_stream_with_session_data(request, session);
+                let results = schema.execute_stream(request, Some(session));
                 let next_id = id.clone();
                 let events = Abortable::new(results, registration)
                     .map(move |response| Event {
@@ -414,8 +422,8 @@ pub async fn serve(socket: WebSocket, upgrade: Upgrade) {
 }
 
 /// Closes the connection when the viewer's session is no longer live.
-async fn session_step(services: &Services, viewer: &Viewer) -> Step {
-    match services.auth.session_is_live(viewer).await {
+async fn session_step(auth: &AuthService, viewer: &Viewer) -> Step {
+    match auth.session_is_live(viewer).await {
         Ok(true) => Step::Nothing,
         Ok(false) => Step::Close(Close::session_ended()),
         Err(error) => {
@@ -429,14 +437,14 @@ async fn session_step(services: &Services, viewer: &Viewer) -> Step {
 /// The viewer for a `connection_init` payload: its token's, else the
 /// cookie's (already checked against the origin), else anonymous.
 async fn authenticate(
-    services: &Services,
+    auth: &AuthService,
     payload: &Value,
     cookie_viewer: Option<Viewer>,
 ) -> Result<Option<Viewer>, Close> {
     let Some(token) = connection_token(payload) else {
         return Ok(cookie_viewer);
     };
-    match services.auth.authenticate_bearer(&token).await {
+    match auth.authenticate_bearer(&token).await {
         Ok(viewer) => Ok(Some(viewer)),
         Err(AppError::Unauthenticated(_)) => Err(Close::forbidden()),
         Err(error) => {

@@ -7,27 +7,77 @@ pub mod ops;
 pub mod path;
 pub mod serve;
 
-use std::net::SocketAddr;
+use std::{net::SocketAddr, sync::Arc};
 
 use axum::{
-    extract::{ConnectInfo, FromRequestParts},
+    extract::{ConnectInfo, FromRef, FromRequestParts},
     http::{HeaderMap, header::AUTHORIZATION, request::Parts},
     response::{IntoResponse, Response},
 };
 
+use ipnet::IpNet;
+
 use self::client::RequestMeta;
 use crate::{
-    app::AppState,
     auth::{Viewer, cookie, service::AuthService},
     error::{AppError, AppResult},
 };
 
+/// What every HTTP route needs to know who is calling: the auth service and
+/// the instance's trust settings. Each route's own state holds one and
+/// hands it out with [`FromRef`], so the extractors here work on any route.
+#[derive(Clone)]
+pub struct Web {
+    pub auth: Arc<AuthService>,
+    /// `TRELLIS_TRUSTED_PROXIES`: whose `X-Forwarded-*` headers are believed.
+    pub trusted_proxies: Arc<[IpNet]>,
+    /// `TRELLIS_CORS_ALLOWED_ORIGINS`: pages that may act with the user's cookie.
+    pub allowed_origins: Arc<[String]>,
+}
+
+impl Web {
+    /// Whether a browser page from `meta.origin` may act with the user's cookie.
+    pub fn origin_allowed(&self, meta: &RequestMeta) -> bool {
+        let Some(origin) = &meta.origin else {
+            // Not a browser: there is no page that could be forging the request.
+            return true;
+        };
+        let same_origin = meta.host.as_ref().is_some_and(|host| {
+            origin == &format!("http://{host}") || origin == &format!("https://{host}")
+        });
+        same_origin || self.allowed_origins.iter().any(|allowed| allowed == origin)
+    }
+
+    /// The caller of a plain-HTTP route: a bearer token, or the session
+    /// cookie when the page's origin may use it. `UNAUTHENTICATED` when
+    /// neither names a live session (`anonymous` says what to sign in for).
+    pub async fn viewer(
+        &self,
+        meta: &RequestMeta,
+        headers: &HeaderMap,
+        anonymous: &'static str,
+    ) -> AppResult<Viewer> {
+        if bearer_token(headers).is_none() && !self.origin_allowed(meta) {
+            return Err(AppError::Forbidden(
+                "this origin may not act with the session cookie",
+            ));
+        }
+        identify(&self.auth, headers)
+            .await?
+            .ok_or(AppError::Unauthenticated(anonymous))
+    }
+}
+
 /// The caller's facts as an extractor: the connection's peer address, with
 /// forwarding headers believed only from `TRELLIS_TRUSTED_PROXIES`.
-impl FromRequestParts<AppState> for RequestMeta {
+impl<S> FromRequestParts<S> for RequestMeta
+where
+    Web: FromRef<S>,
+    S: Send + Sync,
+{
     type Rejection = Response;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
         let ConnectInfo(peer) = parts
             .extensions
             .get::<ConnectInfo<SocketAddr>>()
@@ -39,7 +89,7 @@ impl FromRequestParts<AppState> for RequestMeta {
         Ok(RequestMeta::from_parts(
             peer.ip(),
             &parts.headers,
-            &state.services.config.trusted_proxies,
+            &Web::from_ref(state).trusted_proxies,
         ))
     }
 }

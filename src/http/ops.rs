@@ -3,27 +3,56 @@
 use std::net::IpAddr;
 
 use axum::{
-    Json,
-    extract::State,
+    Json, Router,
+    extract::{FromRef, State},
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
 };
 use ipnet::IpNet;
-use secrecy::ExposeSecret;
+use metrics_exporter_prometheus::PrometheusHandle;
+use sea_orm::DatabaseConnection;
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::{bearer_token, client::RequestMeta};
-use crate::{app::AppState, error::AppError};
+use super::{Web, bearer_token, client::RequestMeta};
+use crate::error::AppError;
+
+/// What the operational endpoints read.
+#[derive(Clone)]
+pub struct Ops {
+    pub web: Web,
+    pub db: DatabaseConnection,
+    pub redis: Option<redis::aio::ConnectionManager>,
+    pub metrics: PrometheusHandle,
+    /// `TRELLIS_METRICS_TOKEN`.
+    pub metrics_token: Option<SecretString>,
+    /// `TRELLIS_METRICS_ALLOW`.
+    pub metrics_allow: Vec<IpNet>,
+}
+
+impl FromRef<Ops> for Web {
+    fn from_ref(state: &Ops) -> Web {
+        state.web.clone()
+    }
+}
+
+/// `/healthz`, `/readyz` and `/metrics`.
+pub fn routes(ops: Ops) -> Router {
+    Router::new()
+        .route("/healthz", axum::routing::get(healthz))
+        .route("/readyz", axum::routing::get(readyz))
+        .route("/metrics", axum::routing::get(metrics))
+        .with_state(ops)
+}
 
 /// Liveness: the process is up and serving.
-pub async fn healthz() -> impl IntoResponse {
+async fn healthz() -> impl IntoResponse {
     Json(json!({ "status": "ok" }))
 }
 
 /// Readiness: the database (and Redis, when configured) answer.
-pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
-    let services = &state.services;
+async fn readyz(State(services): State<Ops>) -> impl IntoResponse {
     let database = match services.db.ping().await {
         Ok(()) => "ok",
         Err(error) => {
@@ -69,19 +98,14 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
 
 /// Prometheus text exposition, for the addresses in `TRELLIS_METRICS_ALLOW`
 /// and, when `TRELLIS_METRICS_TOKEN` is set, only with that bearer token.
-pub async fn metrics(
-    State(state): State<AppState>,
-    meta: RequestMeta,
-    headers: HeaderMap,
-) -> Response {
-    let config = &state.services.config;
-    let expected = config
+async fn metrics(State(state): State<Ops>, meta: RequestMeta, headers: HeaderMap) -> Response {
+    let expected = state
         .metrics_token
         .as_ref()
         .map(|token| token.expose_secret());
     if let Err(error) = metrics_access(
         meta.client_ip,
-        &config.metrics_allow,
+        &state.metrics_allow,
         expected,
         bearer_token(&headers),
     ) {

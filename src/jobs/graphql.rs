@@ -13,11 +13,10 @@ use uuid::Uuid;
 use super::{
     Jobs,
     bus::Event,
-    model::{NewTask, Queue, TASK_UPDATED, Task, TaskStatus},
+    model::{NewTask, Queue, TASK_UPDATED, TaskRecord, TaskStatus},
     probe, store,
 };
 use crate::{
-    auth::Viewer,
     error::{AppError, AppResult},
     graphql::{
         context::ContextExt,
@@ -28,6 +27,74 @@ use crate::{
 
 pub fn parse_id(field: &'static str, id: &ID) -> AppResult<Uuid> {
     Uuid::parse_str(id.as_str()).map_err(|_| AppError::bad_input(field, "not a valid id"))
+}
+
+/// A background task, as the API (GraphQL, `GET /tasks/{id}`, events) shows it.
+#[derive(SimpleObject, Clone, Debug)]
+pub struct Task {
+    pub id: ID,
+    /// What the task does, e.g. `feeds.pull` or `nodes.reconcile`.
+    pub kind: String,
+    pub queue: Queue,
+    pub status: TaskStatus,
+    /// The stage running or next to run (null for single-step tasks once done).
+    pub stage: Option<String>,
+    /// Stages committed so far.
+    pub stages_done: i32,
+    /// Kind-specific progress figures.
+    pub progress: Option<Json<Value>>,
+    /// Kind-specific outcome, once succeeded.
+    pub result: Option<Json<Value>>,
+    /// The last error, when a retry is pending or the task failed.
+    pub error: Option<String>,
+    pub attempt_count: i32,
+    pub max_attempts: i32,
+    pub scope: Option<String>,
+    /// The task's place in its scope: a newer request has a larger one.
+    pub generation: Option<i64>,
+    /// The scope's work is done up to this generation (for `resources`:
+    /// applied and reconciled into the tree), so `generation <=
+    /// reconciledGeneration` says the task's change is visible. Read when
+    /// the task is; not part of its events.
+    pub reconciled_generation: Option<i64>,
+    /// Not started before this instant (retry backoff).
+    pub run_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl From<TaskRecord> for Task {
+    fn from(record: TaskRecord) -> Self {
+        Task {
+            id: ID(record.id.to_string()),
+            kind: record.kind,
+            queue: record.queue,
+            status: record.status,
+            stage: record.stage,
+            stages_done: record.stages_done,
+            progress: record.progress.map(Json),
+            result: record.result.map(Json),
+            error: record.error,
+            attempt_count: record.attempt_count,
+            max_attempts: record.max_attempts,
+            scope: record.scope,
+            generation: record.generation,
+            reconciled_generation: record.reconciled_generation,
+            run_at: record.run_at,
+            created_at: record.created_at,
+            updated_at: record.updated_at,
+            started_at: record.started_at,
+            finished_at: record.finished_at,
+        }
+    }
+}
+
+impl From<&task::Model> for Task {
+    fn from(model: &task::Model) -> Self {
+        Task::from(TaskRecord::from(model))
+    }
 }
 
 /// Narrows `tasks`.
@@ -88,7 +155,7 @@ impl From<&Event> for EventMessage {
 }
 
 fn jobs<'a>(ctx: &'a Context<'_>) -> AppResult<&'a Jobs> {
-    Ok(&ctx.services()?.jobs)
+    ctx.service::<Jobs>()
 }
 
 #[derive(Default)]
@@ -101,8 +168,8 @@ impl JobsQuery {
         let viewer = ctx.viewer()?;
         let id = parse_id("id", &id)?;
         let jobs = jobs(ctx)?;
-        match jobs.get(viewer, id).await? {
-            Some(model) => Ok(Some(jobs.view(&model).await?)),
+        match jobs.get(viewer.audience(), id).await? {
+            Some(model) => Ok(Some(Task::from(jobs.view(&model).await?))),
             None => Ok(None),
         }
     }
@@ -119,7 +186,7 @@ impl JobsQuery {
         let viewer = ctx.viewer()?;
         let jobs = jobs(ctx)?;
         let filter = filter.unwrap_or_default();
-        let mut select = jobs.visible_tasks(viewer);
+        let mut select = jobs.visible_tasks(viewer.audience());
         if let Some(status) = filter.status {
             select = select.filter(task::Column::Status.eq(status.as_str()));
         }
@@ -152,7 +219,7 @@ impl JobsMutation {
     async fn cancel_task(&self, ctx: &Context<'_>, id: ID) -> async_graphql::Result<Task> {
         let viewer = ctx.viewer()?;
         let id = parse_id("id", &id)?;
-        Ok(Task::from(&jobs(ctx)?.cancel(viewer, id).await?))
+        Ok(Task::from(&jobs(ctx)?.cancel(viewer.audience(), id).await?))
     }
 
     /// Runs a periodic job now, outside its schedule (admins): e.g.
@@ -228,17 +295,17 @@ impl JobsSubscription {
         ctx: &Context<'_>,
         id: ID,
     ) -> async_graphql::Result<impl Stream<Item = Task> + use<>> {
-        let viewer = ctx.viewer()?.clone();
+        let audience = ctx.viewer()?.audience();
         let jobs = jobs(ctx)?.clone();
         let id = parse_id("id", &id)?;
         // Subscribe before reading, so no change falls between the two.
         let mut events = jobs.bus().subscribe();
         let current = jobs
-            .get(&viewer, id)
+            .get(audience, id)
             .await?
             .ok_or(AppError::NotFound("task"))?;
         let aggregate = id.to_string();
-        let first = jobs.view(&current).await?;
+        let first = Task::from(jobs.view(&current).await?);
         Ok(async_stream::stream! {
             let mut last = first;
             let mut done = last.status.is_terminal();
@@ -246,11 +313,11 @@ impl JobsSubscription {
             while !done {
                 let next = match events.recv().await {
                     Ok(event) if event.topic == TASK_UPDATED && event.aggregate_id == aggregate => {
-                        event.payload::<Task>()
+                        event.payload::<TaskRecord>().map(Task::from)
                     }
                     Ok(_) => continue,
                     // Fell behind: the database has the truth.
-                    Err(RecvError::Lagged(_)) => match jobs.get(&viewer, id).await {
+                    Err(RecvError::Lagged(_)) => match jobs.get(audience, id).await {
                         Ok(Some(model)) => Some(Task::from(&model)),
                         _ => None,
                     },
@@ -284,14 +351,13 @@ impl JobsSubscription {
         topics: Option<Vec<String>>,
     ) -> async_graphql::Result<impl Stream<Item = async_graphql::Result<EventMessage>> + use<>>
     {
-        let viewer: Viewer = ctx.viewer()?.clone();
+        let audience = ctx.viewer()?.audience();
         let bus = jobs(ctx)?.bus();
         Ok(follow(bus, move |event| {
             let wanted = topics
                 .as_ref()
                 .is_none_or(|topics| topics.iter().any(|t| *t == event.topic));
-            let allowed =
-                viewer.is_admin() || event.owner_id.is_none_or(|owner| owner == viewer.user_id);
+            let allowed = audience.sees_event(event.owner_id);
             let message = (wanted && allowed).then(|| EventMessage::from(event.as_ref()));
             async move { message }
         }))

@@ -1,34 +1,53 @@
 //! `GET /tasks/{id}` for clients that do not speak GraphQL.
 
 use axum::{
-    Json,
-    extract::State,
+    Json, Router,
+    extract::{FromRef, State},
     http::HeaderMap,
     response::{IntoResponse, Response},
 };
 use uuid::Uuid;
 
+use super::Jobs;
 use crate::{
-    app::AppState,
     error::AppError,
-    http::{identify, path::PathParam},
+    http::{Web, identify, path::PathParam},
 };
+
+#[derive(Clone)]
+struct TaskRoute {
+    web: Web,
+    jobs: Jobs,
+}
+
+impl FromRef<TaskRoute> for Web {
+    fn from_ref(state: &TaskRoute) -> Web {
+        state.web.clone()
+    }
+}
+
+/// `GET /tasks/{id}`.
+pub fn routes(web: Web, jobs: Jobs) -> Router {
+    Router::new()
+        .route("/tasks/{id}", axum::routing::get(get_task))
+        .with_state(TaskRoute { web, jobs })
+}
 
 /// The task as JSON (the GraphQL `Task` fields); 401 without credentials,
 /// 404 when absent or not the caller's.
-pub async fn get_task(
-    State(state): State<AppState>,
+async fn get_task(
+    State(state): State<TaskRoute>,
     headers: HeaderMap,
     PathParam(id): PathParam<String>,
 ) -> Response {
     let result = async {
-        let viewer = identify(&state.services.auth, &headers)
+        let viewer = identify(&state.web.auth, &headers)
             .await?
             .ok_or(AppError::Unauthenticated("sign in to read tasks"))?;
         let id = Uuid::parse_str(&id).map_err(|_| AppError::NotFound("task"))?;
-        let jobs = &state.services.jobs;
+        let jobs = &state.jobs;
         let task = jobs
-            .get(&viewer, id)
+            .get(viewer.audience(), id)
             .await?
             .ok_or(AppError::NotFound("task"))?;
         jobs.view(&task).await

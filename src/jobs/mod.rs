@@ -44,16 +44,41 @@ use self::{
     bus::EventBus,
     dispatch::{Dispatcher, Embedded},
     handler::Registry,
-    model::{NewTask, Queue, Task, TaskStatus},
+    model::{NewTask, Queue, TaskRecord, TaskStatus},
     outbox::{LocalSink, Publisher, Sink},
     redis::{RedisDispatcher, RedisKeys, RedisSink},
     runner::{Periodic, RunnerSettings},
     store::Enqueued,
 };
-use crate::{
-    auth::Viewer,
-    error::{AppError, AppResult},
-};
+use crate::error::{AppError, AppResult};
+
+/// Whose tasks and events a caller may see: an admin everything, anyone
+/// else their own (and, of events, the instance-wide ones).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    Everyone,
+    Owner(Uuid),
+}
+
+impl Audience {
+    /// Whether a task owned by `owner` is visible (an ownerless task, such
+    /// as a periodic job, only to admins).
+    pub fn sees_task(self, owner: Option<Uuid>) -> bool {
+        match self {
+            Audience::Everyone => true,
+            Audience::Owner(user) => owner == Some(user),
+        }
+    }
+
+    /// Whether an event about `owner` is visible (an ownerless one is
+    /// instance-wide: everyone's).
+    pub fn sees_event(self, owner: Option<Uuid>) -> bool {
+        match self {
+            Audience::Everyone => true,
+            Audience::Owner(user) => owner.is_none_or(|owner| owner == user),
+        }
+    }
+}
 
 #[derive(Clone)]
 pub struct Jobs {
@@ -272,15 +297,15 @@ impl Jobs {
         Ok(claimed)
     }
 
-    /// A task the viewer may see (their own; admins see all).
-    pub async fn get(&self, viewer: &Viewer, id: Uuid) -> AppResult<Option<task::Model>> {
+    /// A task the audience may see.
+    pub async fn get(&self, audience: Audience, id: Uuid) -> AppResult<Option<task::Model>> {
         let task = task::Entity::find_by_id(id).one(&self.inner.db).await?;
-        Ok(task.filter(|task| visible(viewer, task)))
+        Ok(task.filter(|task| audience.sees_task(task.owner_id)))
     }
 
     /// The task as the API shows it, with its scope's reconciled generation.
-    pub async fn view(&self, model: &task::Model) -> AppResult<Task> {
-        let mut task = Task::from(model);
+    pub async fn view(&self, model: &task::Model) -> AppResult<TaskRecord> {
+        let mut task = TaskRecord::from(model);
         if let Some(scope) = &model.scope {
             task.reconciled_generation =
                 Some(store::generations(&self.inner.db, scope).await?.reconciled);
@@ -288,9 +313,9 @@ impl Jobs {
         Ok(task)
     }
 
-    /// Cancels a task the viewer may see.
-    pub async fn cancel(&self, viewer: &Viewer, id: Uuid) -> AppResult<task::Model> {
-        self.get(viewer, id)
+    /// Cancels a task the audience may see.
+    pub async fn cancel(&self, audience: Audience, id: Uuid) -> AppResult<task::Model> {
+        self.get(audience, id)
             .await?
             .ok_or(AppError::NotFound("task"))?;
         let task = store::cancel(&self.inner.db, id).await?;
@@ -298,13 +323,12 @@ impl Jobs {
         Ok(task)
     }
 
-    /// The tasks the viewer may list.
-    pub fn visible_tasks(&self, viewer: &Viewer) -> sea_orm::Select<task::Entity> {
+    /// The tasks the audience may list.
+    pub fn visible_tasks(&self, audience: Audience) -> sea_orm::Select<task::Entity> {
         let select = task::Entity::find();
-        if viewer.is_admin() {
-            select
-        } else {
-            select.filter(task::Column::OwnerId.eq(viewer.user_id))
+        match audience {
+            Audience::Everyone => select,
+            Audience::Owner(user) => select.filter(task::Column::OwnerId.eq(user)),
         }
     }
 
@@ -342,10 +366,6 @@ impl Jobs {
         }
         handles
     }
-}
-
-pub fn visible(viewer: &Viewer, task: &task::Model) -> bool {
-    viewer.is_admin() || task.owner_id == Some(viewer.user_id)
 }
 
 /// The registry of every built-in task kind.

@@ -1,6 +1,7 @@
-//! The runner's vocabulary: queues, statuses, the task as clients see it.
+//! The runner's vocabulary: queues, statuses, the task as it is stored in
+//! events and served over HTTP.
 
-use async_graphql::{Enum, ID, Json, SimpleObject};
+use async_graphql::Enum;
 use chrono::{DateTime, Utc};
 use entity::task;
 use serde::{Deserialize, Serialize};
@@ -93,11 +94,14 @@ impl TaskStatus {
     }
 }
 
-/// A background task, as the API (GraphQL, `GET /tasks/{id}`, events) shows it.
-#[derive(SimpleObject, Clone, Debug, Serialize, Deserialize)]
+/// A background task as stored in its events and served by
+/// `GET /tasks/{id}`: the JSON contract of the runner. The GraphQL `Task`
+/// (`jobs::graphql::Task`) is built from it, so renaming a GraphQL field
+/// never changes stored data.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Task {
-    pub id: ID,
+pub struct TaskRecord {
+    pub id: Uuid,
     /// What the task does, e.g. `feeds.pull` or `nodes.reconcile`.
     pub kind: String,
     pub queue: Queue,
@@ -107,9 +111,9 @@ pub struct Task {
     /// Stages committed so far.
     pub stages_done: i32,
     /// Kind-specific progress figures.
-    pub progress: Option<Json<Value>>,
+    pub progress: Option<Value>,
     /// Kind-specific outcome, once succeeded.
-    pub result: Option<Json<Value>>,
+    pub result: Option<Value>,
     /// The last error, when a retry is pending or the task failed.
     pub error: Option<String>,
     pub attempt_count: i32,
@@ -134,7 +138,6 @@ pub struct Task {
     pub started_at: Option<DateTime<Utc>>,
     #[serde(with = "utc_micros::option")]
     pub finished_at: Option<DateTime<Utc>>,
-    #[graphql(skip)]
     pub owner_id: Option<Uuid>,
 }
 
@@ -231,17 +234,17 @@ pub mod utc_micros {
     }
 }
 
-impl From<TaskSnapshot> for Task {
+impl From<TaskSnapshot> for TaskRecord {
     fn from(snapshot: TaskSnapshot) -> Self {
-        Task {
-            id: ID(snapshot.id.to_string()),
+        TaskRecord {
+            id: snapshot.id,
             kind: snapshot.kind,
             queue: Queue::parse(&snapshot.queue).unwrap_or(Queue::Short),
             status: TaskStatus::parse(&snapshot.status).unwrap_or(TaskStatus::Failed),
             stage: snapshot.stage,
             stages_done: snapshot.stages_done,
-            progress: snapshot.progress.map(Json),
-            result: snapshot.result.map(Json),
+            progress: snapshot.progress,
+            result: snapshot.result,
             error: snapshot.error,
             attempt_count: snapshot.attempt_count,
             max_attempts: snapshot.max_attempts,
@@ -258,19 +261,19 @@ impl From<TaskSnapshot> for Task {
     }
 }
 
-impl From<&task::Model> for Task {
+impl From<&task::Model> for TaskRecord {
     fn from(model: &task::Model) -> Self {
-        Task::from(TaskSnapshot::from(model))
+        TaskRecord::from(TaskSnapshot::from(model))
     }
 }
 
-/// The fields of a task that [`Task`] shows, as columns: what a
+/// The fields of a task that [`TaskRecord`] shows, as columns: what a
 /// `task.updated` event records of the task.
 ///
 /// On PostgreSQL a task write stores one per row it wrote, in the SQL
 /// composite type `task_event` ([`task_event_sql`]), binary and unrendered;
 /// the outbox publisher reads them back into this and renders the event
-/// with [`Task`]'s serialisation, the same as `GET /tasks/{id}`.
+/// with [`TaskRecord`]'s serialisation, the same as `GET /tasks/{id}`.
 #[derive(Debug, Clone)]
 pub struct TaskSnapshot {
     pub id: Uuid,
@@ -478,7 +481,7 @@ mod tests {
     #[test]
     fn a_snapshot_holds_every_field_of_a_task() {
         let model = crate::jobs::draft_model(&NewTask::new("probe", Queue::Short, Value::Null));
-        let rendered = serde_json::to_value(Task::from(&model)).unwrap();
+        let rendered = serde_json::to_value(TaskRecord::from(&model)).unwrap();
         let mut keys: Vec<String> = rendered.as_object().unwrap().keys().cloned().collect();
         let camel = |column: &str| {
             let mut words = column.split('_');

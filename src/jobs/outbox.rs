@@ -25,7 +25,7 @@ use uuid::Uuid;
 
 use super::{
     bus::{Event, EventBus},
-    model::{Task, TaskSnapshot},
+    model::{TaskRecord, TaskSnapshot},
 };
 use crate::error::{AppError, AppResult};
 
@@ -294,13 +294,13 @@ async fn read_entries(db: &DatabaseConnection, statement: Statement) -> anyhow::
 }
 
 /// One event of an entry: its stored JSON, or its task snapshot rendered
-/// as [`Task`] (the JSON of `GET /tasks/{id}`). `None` for an entry of
+/// as [`TaskRecord`] (the JSON of `GET /tasks/{id}`). `None` for an entry of
 /// snapshots that holds none.
 fn render(row: &QueryResult, entry: &EntryHeader) -> anyhow::Result<Option<Event>> {
     let index: Option<i64> = row.try_get("", "ordinality")?;
     let (aggregate_id, owner_id, payload, index) = match index {
         Some(index) => {
-            let task = Task::from(TaskSnapshot::from_columns(row, SNAPSHOT_AT)?);
+            let task = TaskRecord::from(TaskSnapshot::from_columns(row, SNAPSHOT_AT)?);
             (
                 task.id.to_string(),
                 task.owner_id,

@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 pub use super::policy::Finish;
 use super::{
-    model::{NewTask, Queue, TASK_UPDATED, Task, TaskStatus, task_event_sql},
+    model::{NewTask, Queue, TASK_UPDATED, TaskRecord, TaskStatus, task_event_sql},
     outbox, policy,
 };
 use crate::error::{AppError, AppResult};
@@ -45,7 +45,7 @@ pub async fn emit_tasks_updated(
             topic: TASK_UPDATED,
             aggregate_id: model.id.to_string(),
             owner_id: model.owner_id,
-            payload: serde_json::to_value(Task::from(model)).map_err(AppError::internal)?,
+            payload: serde_json::to_value(TaskRecord::from(model)).map_err(AppError::internal)?,
         });
     }
     outbox::emit(txn, events).await

@@ -2,6 +2,8 @@
 //! its task at once), reads of resources and the node tree, the loaded
 //! `nodeConfig`, and the `nodeStatusChanged` subscription. Members only.
 
+use std::sync::Arc;
+
 use async_graphql::{
     ComplexObject, Context, ID, InputObject, Json, Object, SimpleObject, Subscription,
 };
@@ -14,6 +16,7 @@ use serde_json::{Map, Value};
 use super::{
     NODE_STATUS_CHANGED,
     config::NodeConfig,
+    loaders::NodeLoaders,
     ops::{Operation, Replacement},
     plan,
     service::{MAX_LIST, MAX_TREE_NODES, NodesService},
@@ -24,11 +27,15 @@ use crate::{
         context::ContextExt,
         pagination::{KeyValue, Keyset, KeysetConnection, PageRequest, paginate},
     },
-    jobs::{graphql::parse_id, model::Task},
+    jobs::graphql::{Task, parse_id},
 };
 
 fn nodes<'a>(ctx: &'a Context<'_>) -> AppResult<&'a NodesService> {
-    Ok(&ctx.services()?.nodes)
+    ctx.service::<NodesService>()
+}
+
+fn loaders<'a>(ctx: &'a Context<'_>) -> AppResult<&'a NodeLoaders> {
+    Ok(ctx.service::<Arc<NodeLoaders>>()?)
 }
 
 fn node_id(field: &'static str, id: &ID) -> AppResult<i64> {
@@ -76,8 +83,7 @@ impl Resource {
     #[graphql(complexity = "ASSUMED_RESOURCE_NODES * child_complexity")]
     async fn nodes(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Node>> {
         let id = parse_id("id", &self.id)?;
-        Ok(ctx
-            .loaders()?
+        Ok(loaders(ctx)?
             .resource_nodes
             .load_one(id)
             .await?
@@ -145,8 +151,7 @@ impl Node {
         let Some(parent) = &self.parent_id else {
             return Ok(None);
         };
-        Ok(ctx
-            .loaders()?
+        Ok(loaders(ctx)?
             .nodes
             .load_one(node_id("parentId", parent)?)
             .await?
@@ -163,8 +168,7 @@ impl Node {
         #[graphql(default = 100)] first: i32,
     ) -> async_graphql::Result<Vec<Node>> {
         let key = (node_id("id", &self.id)?, limit(Some(first), 100));
-        Ok(ctx
-            .loaders()?
+        Ok(loaders(ctx)?
             .node_children
             .load_one(key)
             .await?
@@ -178,7 +182,7 @@ impl Node {
     #[graphql(complexity = "ASSUMED_ANCESTORS * child_complexity")]
     async fn ancestors(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<Node>> {
         let ids = plan::ancestors(&self.path);
-        let mut found = ctx.loaders()?.nodes.load_many(ids.iter().copied()).await?;
+        let mut found = loaders(ctx)?.nodes.load_many(ids.iter().copied()).await?;
         Ok(ids
             .iter()
             .filter_map(|id| found.remove(id))
@@ -196,8 +200,7 @@ impl Node {
         #[graphql(default = 100)] first: i32,
     ) -> async_graphql::Result<Vec<Resource>> {
         let key = (node_id("id", &self.id)?, limit(Some(first), 100));
-        Ok(ctx
-            .loaders()?
+        Ok(loaders(ctx)?
             .node_resources
             .load_one(key)
             .await?
@@ -531,7 +534,7 @@ impl NodesSubscription {
                     .path,
             ),
         };
-        let bus = ctx.services()?.jobs.bus();
+        let bus = ctx.service::<crate::jobs::Jobs>()?.bus();
         Ok(crate::graphql::subscription::follow(bus, move |event| {
             let change = (event.topic == NODE_STATUS_CHANGED)
                 .then(|| event.payload::<NodeStatusChange>())

@@ -7,7 +7,7 @@
 
 use axum::{
     Json, Router,
-    extract::State,
+    extract::{FromRef, State},
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     routing::post,
@@ -16,21 +16,36 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::ops::{Operation, Replacement};
+use super::{
+    ops::{Operation, Replacement},
+    service::NodesService,
+};
 use crate::{
-    app::AppState,
-    auth::Viewer,
     error::{AppError, AppResult},
-    http::{bearer_token, body::JsonBody, client::RequestMeta, identify, path::PathParam},
+    http::{Web, body::JsonBody, client::RequestMeta, path::PathParam},
 };
 
-pub fn routes() -> Router<AppState> {
+/// What the resource routes need.
+#[derive(Clone)]
+struct NodesHttp {
+    web: Web,
+    nodes: NodesService,
+}
+
+impl FromRef<NodesHttp> for Web {
+    fn from_ref(state: &NodesHttp) -> Web {
+        state.web.clone()
+    }
+}
+
+pub fn routes(web: Web, nodes: NodesService) -> Router {
     Router::new()
         .route("/resources", post(create))
         .route("/resources/{id}/update-a", post(update_a))
         .route("/resources/{id}/update-b", post(update_b))
         .route("/resources/{id}/update-c", post(update_c))
         .route("/resources/{id}/delete", post(delete))
+        .with_state(NodesHttp { web, nodes })
 }
 
 #[derive(Deserialize)]
@@ -68,7 +83,7 @@ fn resource_id(id: &str) -> AppResult<Uuid> {
 }
 
 async fn create(
-    State(state): State<AppState>,
+    State(state): State<NodesHttp>,
     meta: RequestMeta,
     headers: HeaderMap,
     request: Body<CreateBody>,
@@ -82,7 +97,7 @@ async fn create(
 }
 
 async fn update_a(
-    state: State<AppState>,
+    state: State<NodesHttp>,
     meta: RequestMeta,
     headers: HeaderMap,
     id: PathParam<String>,
@@ -95,7 +110,7 @@ async fn update_a(
 }
 
 async fn update_b(
-    state: State<AppState>,
+    state: State<NodesHttp>,
     meta: RequestMeta,
     headers: HeaderMap,
     id: PathParam<String>,
@@ -109,7 +124,7 @@ async fn update_b(
 
 /// Update A and B: the same body, another operation.
 async fn patch(
-    State(state): State<AppState>,
+    State(state): State<NodesHttp>,
     meta: RequestMeta,
     headers: HeaderMap,
     PathParam(id): PathParam<String>,
@@ -123,7 +138,7 @@ async fn patch(
 }
 
 async fn update_c(
-    State(state): State<AppState>,
+    State(state): State<NodesHttp>,
     meta: RequestMeta,
     headers: HeaderMap,
     PathParam(id): PathParam<String>,
@@ -142,7 +157,7 @@ async fn update_c(
 }
 
 async fn delete(
-    State(state): State<AppState>,
+    State(state): State<NodesHttp>,
     meta: RequestMeta,
     headers: HeaderMap,
     PathParam(id): PathParam<String>,
@@ -157,13 +172,16 @@ async fn delete(
 
 /// Authenticates, reads the idempotency key, submits; `202 { task_id }`.
 async fn accept(
-    state: &AppState,
+    state: &NodesHttp,
     meta: &RequestMeta,
     headers: &HeaderMap,
     operation: impl FnOnce() -> AppResult<Operation>,
 ) -> Response {
     let result = async {
-        let viewer = viewer(state, meta, headers).await?;
+        let viewer = state
+            .web
+            .viewer(meta, headers, "sign in to change resources")
+            .await?;
         let key = headers
             .get("idempotency-key")
             .ok_or_else(|| {
@@ -175,7 +193,7 @@ async fn accept(
             })?
             .to_owned();
         let operation = operation()?;
-        state.services.nodes.submit(&viewer, operation, key).await
+        state.nodes.submit(&viewer, operation, key).await
     }
     .await;
     match result {
@@ -186,17 +204,4 @@ async fn accept(
             .into_response(),
         Err(error) => error.into_response(),
     }
-}
-
-/// A bearer token, or a session cookie from an allowed origin (a page on
-/// another site must not act with the user's cookie).
-async fn viewer(state: &AppState, meta: &RequestMeta, headers: &HeaderMap) -> AppResult<Viewer> {
-    if bearer_token(headers).is_none() && !state.origin_allowed(meta) {
-        return Err(AppError::Forbidden(
-            "this origin may not act with the session cookie",
-        ));
-    }
-    identify(&state.services.auth, headers)
-        .await?
-        .ok_or(AppError::Unauthenticated("sign in to change resources"))
 }

@@ -11,17 +11,25 @@
 //!   each; [`pipeline`]: the seven-stage task that runs them.
 //! - [`service`]: submit and read; [`graphql`] and [`http`] are thin APIs
 //!   over it.
+//! - Wiring: [`settings`] (`TRELLIS_NODE_CONFIG`), [`domain`] (what the app
+//!   builds and starts), [`loaders`] (its DataLoaders).
 
 pub mod config;
+pub mod domain;
 pub mod engine;
 pub mod graphql;
 pub mod http;
+pub mod loaders;
 pub mod ops;
 pub mod pipeline;
 pub mod plan;
 pub mod reconcile;
 pub mod rules;
 pub mod service;
+pub mod settings;
+
+pub use domain::setup;
+pub use settings::Settings;
 
 /// Event: a node's aggregated status changed (`nodeStatusChanged`).
 pub const NODE_STATUS_CHANGED: &str = "node.status_changed";

@@ -86,7 +86,7 @@ async fn schema_check_detects_drift() {
         .await
         .unwrap();
     assert!(!status.success());
-    std::fs::write(&stale, trellis::graphql::sdl()).unwrap();
+    std::fs::write(&stale, trellis::schema::sdl()).unwrap();
     let status = trellis_command(dir.path(), "sqlite::memory:")
         .args(["schema", "--check"])
         .arg(&stale)

@@ -38,6 +38,7 @@ on_both_backends!(
     a_utf16_feed_with_a_bom_is_read,
     fever_api_serves_and_marks_the_users_items,
     google_reader_api_serves_and_edits_the_users_items,
+    google_reader_continuations_hold_their_place_while_items_arrive,
 );
 
 mod limits {
@@ -1854,6 +1855,85 @@ impl<'a> GReader<'a> {
             .collect();
         (ids, body["continuation"].as_str().map(str::to_owned))
     }
+}
+
+/// A continuation is a place in the stream, not an offset: an item that
+/// arrives between two pages neither repeats an item on the next page nor
+/// hides one (with an offset, the newest-first page 2 would start one item
+/// early: `2` again, and `1` lost).
+async fn google_reader_continuations_hold_their_place_while_items_arrive(backend: Backend) {
+    const READING_LIST: &str = "user/-/state/com.google/reading-list";
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+    let items = [("1", "One", "1"), ("2", "Two", "2"), ("3", "Three", "3")];
+    server.set("/paged.xml", Route::rss(rss2("Paged", &items)));
+    let feed = ada
+        .data(
+            "mutation($i: CreateFeedInput!) { createFeed(input: $i) { id } }",
+            json!({ "i": { "link": server.url("/paged.xml") } }),
+        )
+        .await["createFeed"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ada.refresh(&feed).await;
+    ada.data(
+        "mutation { setReaderPassword(currentPassword: \"ada-password\", password: \"reader-pass-1\") }",
+        json!({}),
+    )
+    .await;
+    let gr = GReader::login(&app, "ada", "reader-pass-1").await.unwrap();
+    let title_of = |id: &str, all: &Value| {
+        all["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|item| {
+                item["id"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with(&format!("{:016x}", id.parse::<i64>().unwrap()))
+            })
+            .map(|item| item["title"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+
+    let (first, continuation) = gr.ids(&format!("s={READING_LIST}&n=2")).await;
+    let continuation = continuation.expect("a continuation after two of three");
+    // A fourth, newer item arrives between the pages.
+    let mut more = items.to_vec();
+    more.push(("4", "Four", "4"));
+    server.set("/paged.xml", Route::rss(rss2("Paged", &more)));
+    ada.refresh(&feed).await;
+    let (second, end) = gr
+        .ids(&format!("s={READING_LIST}&n=2&c={continuation}"))
+        .await;
+    assert_eq!(end, None, "the page after the second holds the rest");
+
+    let all = gr
+        .json(&format!("stream/contents/{READING_LIST}?n=10"))
+        .await;
+    let titles =
+        |ids: &[String]| -> Vec<String> { ids.iter().map(|id| title_of(id, &all)).collect() };
+    assert_eq!(titles(&first), ["Three", "Two"]);
+    assert_eq!(titles(&second), ["One"]);
+
+    // Oldest first pages the same way; a continuation this server did not
+    // give is refused, naming the parameter.
+    let (oldest, next) = gr.ids(&format!("s={READING_LIST}&n=3&r=o")).await;
+    assert_eq!(titles(&oldest), ["One", "Two", "Three"]);
+    let (last, _) = gr
+        .ids(&format!(
+            "s={READING_LIST}&n=3&r=o&c={}",
+            next.expect("one more")
+        ))
+        .await;
+    assert_eq!(titles(&last), ["Four"]);
+    let (status, body) = gr
+        .get(&format!("stream/items/ids?s={READING_LIST}&c=20"))
+        .await;
+    assert_eq!(status, 400, "{body}");
 }
 
 async fn google_reader_api_serves_and_edits_the_users_items(backend: Backend) {

@@ -102,7 +102,7 @@ fn schema_graphql_matches_the_code() {
     let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schema.graphql"))
         .expect("schema.graphql at the repository root");
     assert!(
-        committed == trellis::graphql::sdl(),
+        committed == trellis::schema::sdl(),
         "schema.graphql is out of date: run `cargo run -- schema > schema.graphql`"
     );
 }

@@ -1,0 +1,104 @@
+//! The feeds domain as the app wires it ([`crate::domain`]): its service,
+//! task kinds, reader-API routes, pull scheduler and DataLoaders.
+
+use std::sync::Arc;
+
+use async_graphql::Data;
+use axum::{Router, routing::post};
+use tokio::{sync::watch, task::JoinHandle};
+
+use super::{
+    discover::Discoverer, fever, greader, loaders::FeedLoaders, pull::Puller,
+    reader_auth::ReaderState, scheduler, service::FeedsService, settings::Settings, tasks,
+};
+use crate::{
+    domain::{Domain, Platform, Setup},
+    httpc::HttpClient,
+    jobs::{Jobs, handler::Registry},
+};
+
+/// Builds the feeds domain: one outbound client for every user-supplied
+/// URL it fetches (pulls, discovery), behind the SSRF guard.
+pub fn setup(settings: &Settings, platform: &Platform) -> anyhow::Result<Box<dyn Setup>> {
+    let http = HttpClient::new(settings.http_settings())?;
+    let puller = Arc::new(Puller::new(
+        platform.db.clone(),
+        http.clone(),
+        settings.pull_settings(),
+    ));
+    Ok(Box::new(FeedsSetup {
+        platform: platform.clone(),
+        settings: settings.clone(),
+        http,
+        puller,
+    }))
+}
+
+struct FeedsSetup {
+    platform: Platform,
+    settings: Settings,
+    http: HttpClient,
+    puller: Arc<Puller>,
+}
+
+impl Setup for FeedsSetup {
+    fn register_tasks(&self, registry: &mut Registry) {
+        tasks::register(registry, &self.platform.db, self.puller.clone());
+    }
+
+    fn build(self: Box<Self>, jobs: &Jobs) -> Arc<dyn Domain> {
+        let service = FeedsService::with_search_limits(
+            self.platform.db.clone(),
+            self.settings.search_limits(),
+        );
+        Arc::new(Feeds {
+            service,
+            discoverer: Discoverer(self.http),
+            platform: self.platform,
+            settings: self.settings,
+            jobs: jobs.clone(),
+        })
+    }
+}
+
+struct Feeds {
+    service: FeedsService,
+    discoverer: Discoverer,
+    platform: Platform,
+    settings: Settings,
+    jobs: Jobs,
+}
+
+impl Domain for Feeds {
+    fn name(&self) -> &'static str {
+        "feeds"
+    }
+
+    fn request_data(&self, data: &mut Data) {
+        data.insert(self.service.clone());
+        data.insert(self.discoverer.clone());
+        data.insert(FeedLoaders::new(&self.platform.db));
+    }
+
+    /// The reader APIs mobile apps speak: Fever and Google Reader.
+    fn routes(&self) -> Router {
+        Router::new()
+            .route("/fever", post(fever::fever))
+            .route("/fever/", post(fever::fever))
+            .merge(greader::routes())
+            .with_state(ReaderState {
+                web: self.platform.web.clone(),
+                db: self.platform.db.clone(),
+                feeds: self.service.clone(),
+                discoverer: self.discoverer.clone(),
+            })
+    }
+
+    fn background(&self, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+        vec![tokio::spawn(scheduler::run(
+            self.jobs.clone(),
+            self.settings.pull_settings(),
+            stop,
+        ))]
+    }
+}
