@@ -23,7 +23,7 @@ use std::{
 use petgraph::{algo::tarjan_scc, graph::DiGraph};
 use serde::Deserialize;
 
-use super::rules::{self, Expr, PropertyRule, Source, Template};
+use super::rules::{self, PatchRule, PropertyRule, Source, Template};
 
 /// The configuration shipped with the binary.
 pub const DEFAULT_CONFIG: &str = include_str!("../../config/nodes.toml");
@@ -65,7 +65,7 @@ pub struct Class {
     /// In name order.
     pub properties: Vec<(String, PropertyRule)>,
     pub depends_on: Vec<String>,
-    pub patch_aggregated_status: Option<Expr>,
+    pub patch_aggregated_status: Option<PatchRule>,
     /// Source text of the patch rule, as configured.
     pub patch_text: Option<String>,
     /// Index into [`NodeConfig::units`].
@@ -318,11 +318,19 @@ fn validate(file: FileConfig) -> Result<NodeConfig, ConfigError> {
             }
             match rules::parse_property(text) {
                 Ok(rule) => {
-                    if let Source::Dependency {
-                        class: dependency, ..
-                    } = &rule.source
-                        && !class.depends_on.contains(dependency)
-                    {
+                    let undeclared: BTreeSet<&str> = rule
+                        .values()
+                        .into_iter()
+                        .filter_map(|aggregation| match &aggregation.source {
+                            Source::Dependency {
+                                class: dependency, ..
+                            } if !class.depends_on.contains(dependency) => {
+                                Some(dependency.as_str())
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    for dependency in undeclared {
                         problem(
                             Some(name),
                             &field,
@@ -416,7 +424,8 @@ fn validate(file: FileConfig) -> Result<NodeConfig, ConfigError> {
     let attribute_paths: Vec<Vec<String>> = classes
         .iter()
         .flat_map(|class| &class.properties)
-        .filter_map(|(_, rule)| match &rule.source {
+        .flat_map(|(_, rule)| rule.values())
+        .filter_map(|aggregation| match &aggregation.source {
             Source::Attribute(path) => Some(path.clone()),
             _ => None,
         })

@@ -9,7 +9,7 @@ use serde_json::{Map, Number, Value};
 
 use super::{
     config::Class,
-    rules::{self, Aggregate, Expr, Source},
+    rules::{self, Aggregate, Aggregation, NodeValue, Source},
 };
 
 /// A node to compute: its statistics and, for engines that ask for them,
@@ -143,71 +143,79 @@ impl Engine for RuleEngine {
     }
 
     fn properties(&self, class: &Class, context: &ClassContext<'_>) -> Vec<Map<String, Value>> {
-        // Dependency values are the same for every node of the class.
-        let mut shared = Map::new();
-        for (name, rule) in &class.properties {
-            if let Source::Dependency { class, property } = &rule.source {
-                let values = context
-                    .dependencies
-                    .get(class)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|properties| properties.get(property).and_then(Value::as_f64));
-                shared.insert(name.clone(), fold(rule.aggregate, values));
+        // A dependency aggregate reads every node of the other class: the
+        // same for every node of this one, so it is folded once.
+        let mut shared: HashMap<&Aggregation, Option<f64>> = HashMap::new();
+        for (_, rule) in &class.properties {
+            for aggregation in rule.values() {
+                if let Source::Dependency { class, property } = &aggregation.source {
+                    shared.entry(aggregation).or_insert_with(|| {
+                        let values = context
+                            .dependencies
+                            .get(class)
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|properties| {
+                                properties.get(property).and_then(Value::as_f64)
+                            });
+                        fold(aggregation.aggregate, values)
+                    });
+                }
             }
         }
+        let no_stats = Stats::default();
         context
             .nodes
             .iter()
             .map(|node| {
-                let mut properties = Map::new();
-                for (name, rule) in &class.properties {
-                    let value = match &rule.source {
-                        Source::Dependency { .. } => {
-                            shared.get(name).cloned().unwrap_or(Value::Null)
-                        }
-                        Source::Resources => Value::from(node.partials.resources),
-                        Source::Attribute(path) => {
-                            let stats = node
-                                .partials
-                                .attributes
-                                .get(&path.join("."))
-                                .cloned()
-                                .unwrap_or_default();
-                            from_stats(rule.aggregate, &stats)
-                        }
-                    };
-                    properties.insert(name.clone(), value);
-                }
-                properties
+                let mut read = |aggregation: &Aggregation| match &aggregation.source {
+                    Source::Dependency { .. } => shared.get(aggregation).copied().flatten(),
+                    Source::Resources => Some(node.partials.resources as f64),
+                    Source::Attribute(path) => from_stats(
+                        aggregation.aggregate,
+                        node.partials
+                            .attributes
+                            .get(&path.join("."))
+                            .unwrap_or(&no_stats),
+                    ),
+                };
+                class
+                    .properties
+                    .iter()
+                    .map(|(name, rule)| {
+                        let value = rule.evaluate(&mut read).map_or(Value::Null, number);
+                        (name.clone(), value)
+                    })
+                    .collect()
             })
             .collect()
     }
 
     fn patch_aggregated_status(&self, class: &Class, node: &PatchInput<'_>) -> Option<i32> {
-        let expr = class.patch_aggregated_status.as_ref()?;
-        evaluate(expr, node).map(to_status)
+        let rule = class.patch_aggregated_status.as_ref()?;
+        rule.evaluate(&mut |value| match value {
+            NodeValue::Aggregated => Some(f64::from(node.aggregated)),
+            NodeValue::Status => Some(f64::from(node.status)),
+            NodeValue::Property(name) => node.properties.get(name)?.as_f64(),
+        })
+        .map(to_status)
     }
 }
 
 /// An aggregate read from statistics (the same values [`fold`] gives).
-fn from_stats(aggregate: Aggregate, stats: &Stats) -> Value {
+fn from_stats(aggregate: Aggregate, stats: &Stats) -> Option<f64> {
     match aggregate {
-        Aggregate::Count => Value::from(stats.present),
-        Aggregate::Sum => number(stats.sum),
-        Aggregate::Max => stats.max.map_or(Value::Null, number),
-        Aggregate::Min => stats.min.map_or(Value::Null, number),
-        Aggregate::Avg if stats.n == 0 => Value::Null,
-        Aggregate::Avg => number(stats.sum / stats.n as f64),
+        Aggregate::Count => Some(stats.present as f64),
+        Aggregate::Sum => Some(stats.sum),
+        Aggregate::Max => stats.max,
+        Aggregate::Min => stats.min,
+        Aggregate::Avg if stats.n == 0 => None,
+        Aggregate::Avg => Some(stats.sum / stats.n as f64),
     }
 }
 
-fn count(n: usize) -> Value {
-    Value::from(n as u64)
-}
-
-/// Folds numbers; no numbers gives `null` (`0` for a sum or a count).
-fn fold(aggregate: Aggregate, values: impl Iterator<Item = f64>) -> Value {
+/// Folds numbers; no numbers gives no value (`0` for a sum or a count).
+fn fold(aggregate: Aggregate, values: impl Iterator<Item = f64>) -> Option<f64> {
     let mut n = 0u64;
     let mut acc: Option<f64> = None;
     for value in values {
@@ -221,11 +229,10 @@ fn fold(aggregate: Aggregate, values: impl Iterator<Item = f64>) -> Value {
         });
     }
     match (aggregate, acc) {
-        (Aggregate::Count, _) => count(n as usize),
-        (Aggregate::Sum, None) => Value::from(0),
-        (_, None) => Value::Null,
-        (Aggregate::Avg, Some(sum)) => number(sum / n as f64),
-        (_, Some(value)) => number(value),
+        (Aggregate::Count, _) => Some(n as f64),
+        (Aggregate::Sum, None) => Some(0.0),
+        (Aggregate::Avg, Some(sum)) => Some(sum / n as f64),
+        (_, acc) => acc,
     }
 }
 
@@ -235,23 +242,6 @@ pub fn number(value: f64) -> Value {
         Value::from(value as i64)
     } else {
         Number::from_f64(value).map_or(Value::Null, Value::Number)
-    }
-}
-
-fn evaluate(expr: &Expr, node: &PatchInput<'_>) -> Option<f64> {
-    match expr {
-        Expr::Number(n) => Some(*n),
-        Expr::Aggregated => Some(f64::from(node.aggregated)),
-        Expr::Status => Some(f64::from(node.status)),
-        Expr::Property(name) => node.properties.get(name)?.as_f64(),
-        Expr::Min(args) => args
-            .iter()
-            .filter_map(|arg| evaluate(arg, node))
-            .reduce(f64::min),
-        Expr::Max(args) => args
-            .iter()
-            .filter_map(|arg| evaluate(arg, node))
-            .reduce(f64::max),
     }
 }
 

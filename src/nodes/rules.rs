@@ -1,19 +1,26 @@
 //! The small rule language of the node configuration, parsed once at
 //! start-up (pure; the built-in [`super::engine::RuleEngine`] evaluates it).
 //!
-//! - A **property rule** aggregates over the node's resources or over the
-//!   nodes of a class it depends on: `max(attr.health)`, `sum(attr.cpu)`,
-//!   `count()`, `count(attr.owner)`, `avg(attr.latency.p99)`,
-//!   `max(database.status)`.
-//! - A **patch rule** (`patchAggregatedStatus`) is a scalar expression over
-//!   the node: numbers, `aggregated` (the computed aggregate), `status`,
-//!   `properties.<name>`, combined with `min(…)` and `max(…)`; e.g.
+//! Both kinds of rule are expressions: numbers and values combined with
+//! `min(…)` and `max(…)`. They differ in the values they read.
+//!
+//! - A **property rule** reads aggregates over the node's resources or over
+//!   the nodes of a class it depends on: `max(attr.health)`,
+//!   `sum(attr.cpu)`, `count()`, `count(attr.owner)`,
+//!   `avg(attr.latency.p99)`, `max(database.status)`; combined, e.g.
+//!   `max(max(attr.health), min(max(database.status), 1))`.
+//! - A **patch rule** (`patchAggregatedStatus`) reads the node: `aggregated`
+//!   (the computed aggregate), `status`, `properties.<name>`; e.g.
 //!   `min(aggregated, 2)` caps what a node reports upwards.
+//!
+//! A value may be missing (an aggregate over nothing, an absent property):
+//! "no value" counts as lower than any number, so `max` passes over it and
+//! `min` of it is no value (see [`Expr::evaluate`]).
 
 use std::fmt;
 
-/// How a property rule folds its values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How an aggregate folds its values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Aggregate {
     Max,
     Min,
@@ -45,8 +52,8 @@ impl Aggregate {
     }
 }
 
-/// What a property rule aggregates over.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What an aggregate folds over.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Source {
     /// `count()`: the node's resources themselves.
     Resources,
@@ -57,14 +64,14 @@ pub enum Source {
     Dependency { class: String, property: String },
 }
 
-/// One property of a class: `aggregate(source)`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PropertyRule {
+/// `aggregate(source)`, the value a property rule reads.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Aggregation {
     pub aggregate: Aggregate,
     pub source: Source,
 }
 
-impl fmt::Display for PropertyRule {
+impl fmt::Display for Aggregation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let source = match &self.source {
             Source::Resources => String::new(),
@@ -75,18 +82,102 @@ impl fmt::Display for PropertyRule {
     }
 }
 
-/// A patch rule's expression.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Expr {
-    Number(f64),
+/// What a patch rule reads of the node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeValue {
     /// The aggregate computed from the node's status and its children.
     Aggregated,
     /// The node's own `properties.status`.
     Status,
     /// `properties.<name>`.
     Property(String),
-    Min(Vec<Expr>),
-    Max(Vec<Expr>),
+}
+
+impl fmt::Display for NodeValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeValue::Aggregated => f.write_str("aggregated"),
+            NodeValue::Status => f.write_str("status"),
+            NodeValue::Property(name) => write!(f, "properties.{name}"),
+        }
+    }
+}
+
+/// A rule: numbers and values `V` combined with `min(…)` and `max(…)`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr<V> {
+    Number(f64),
+    Value(V),
+    /// One argument or more.
+    Min(Vec<Expr<V>>),
+    /// One argument or more.
+    Max(Vec<Expr<V>>),
+}
+
+/// A property rule: aggregates, combined.
+pub type PropertyRule = Expr<Aggregation>;
+
+/// A `patchAggregatedStatus` rule.
+pub type PatchRule = Expr<NodeValue>;
+
+impl<V> Expr<V> {
+    /// The rule's number, `value` giving each value's (`None`: no value).
+    /// No value counts as lower than any number, as `None < Some(_)` in
+    /// Rust: `max` of no value and a number is the number, `min` of them
+    /// is no value. So `min(max(database.status), 1)` has no value while
+    /// there is no database, and `max(max(attr.health), …)` then is the
+    /// health alone, instead of a cap turning nothing into 1.
+    pub fn evaluate<F: FnMut(&V) -> Option<f64>>(&self, value: &mut F) -> Option<f64> {
+        match self {
+            Expr::Number(n) => Some(*n),
+            Expr::Value(v) => value(v),
+            Expr::Max(args) => args
+                .iter()
+                .filter_map(|arg| arg.evaluate(value))
+                .reduce(f64::max),
+            Expr::Min(args) => {
+                let mut min: Option<f64> = None;
+                for arg in args {
+                    let n = arg.evaluate(value)?;
+                    min = Some(min.map_or(n, |m| m.min(n)));
+                }
+                min
+            }
+        }
+    }
+
+    /// Every value the rule reads, left to right.
+    pub fn values(&self) -> Vec<&V> {
+        let mut values = Vec::new();
+        let mut stack = vec![self];
+        while let Some(expr) = stack.pop() {
+            match expr {
+                Expr::Number(_) => {}
+                Expr::Value(v) => values.push(v),
+                Expr::Min(args) | Expr::Max(args) => stack.extend(args.iter().rev()),
+            }
+        }
+        values
+    }
+}
+
+impl<V: fmt::Display> fmt::Display for Expr<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (name, args) = match self {
+            Expr::Number(n) => return write!(f, "{n}"),
+            Expr::Value(v) => return write!(f, "{v}"),
+            Expr::Min(args) => ("min", args),
+            Expr::Max(args) => ("max", args),
+        };
+        write!(f, "{name}(")?;
+        for (i, arg) in args.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{arg}")?;
+        }
+        f.write_str(")")
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -208,92 +299,152 @@ impl Parser {
         Ok(path)
     }
 
-    fn expr(&mut self) -> Result<Expr, String> {
+    /// A number, a value (`V` decides what a name means) or `min(…)` /
+    /// `max(…)` of expressions.
+    fn expr<V: Operand>(&mut self) -> Result<Expr<V>, String> {
         match self.next() {
             Some(Token::Number(n)) => Ok(Expr::Number(n)),
-            Some(Token::Ident(name)) => match name.as_str() {
-                "aggregated" => Ok(Expr::Aggregated),
-                "status" => Ok(Expr::Status),
-                "properties" => {
-                    self.expect(Token::Dot, "`.` after `properties`")?;
-                    Ok(Expr::Property(self.ident("a property name")?))
+            Some(Token::Ident(name)) => {
+                if let Some(value) = V::parse(self, &name)? {
+                    return Ok(Expr::Value(value));
                 }
-                "min" | "max" => {
-                    self.expect(Token::Open, &format!("`(` after `{name}`"))?;
-                    let mut args = vec![self.expr()?];
-                    while self.peek() == Some(&Token::Comma) {
-                        self.next();
-                        args.push(self.expr()?);
-                    }
-                    self.expect(Token::Close, "`)`")?;
-                    Ok(if name == "min" {
-                        Expr::Min(args)
-                    } else {
-                        Expr::Max(args)
-                    })
+                self.expect(Token::Open, &format!("`(` after `{name}`"))?;
+                let mut args = vec![self.expr()?];
+                while self.peek() == Some(&Token::Comma) {
+                    self.next();
+                    args.push(self.expr()?);
                 }
-                other => Err(format!(
+                self.expect(Token::Close, "`)`")?;
+                Ok(if name == "min" {
+                    Expr::Min(args)
+                } else {
+                    Expr::Max(args)
+                })
+            }
+            _ => Err(V::EXPECTED.into()),
+        }
+    }
+
+    /// After `name`: `(` and then a number or a call, so `name(…)` combines
+    /// expressions rather than aggregating a source.
+    fn combines(&self) -> bool {
+        self.peek() == Some(&Token::Open)
+            && match self.tokens.get(self.at + 1) {
+                Some(Token::Number(_)) => true,
+                Some(Token::Ident(_)) => self.tokens.get(self.at + 2) == Some(&Token::Open),
+                _ => false,
+            }
+    }
+}
+
+/// The values one rule language reads (the operands of `min`/`max`).
+trait Operand: Sized {
+    /// What may start an expression, for the error message.
+    const EXPECTED: &'static str;
+
+    /// The value starting with `name` (just read), or `None` when `name`
+    /// is `min`/`max` combining expressions.
+    fn parse(parser: &mut Parser, name: &str) -> Result<Option<Self>, String>;
+}
+
+impl Operand for Aggregation {
+    const EXPECTED: &'static str = "expected a number or an aggregate such as `max(attr.health)`";
+
+    fn parse(parser: &mut Parser, name: &str) -> Result<Option<Self>, String> {
+        let aggregate = Aggregate::parse(name).ok_or_else(|| {
+            format!("unknown aggregate `{name}` (expected max, min, sum, avg or count)")
+        })?;
+        if parser.combines() {
+            return match aggregate {
+                Aggregate::Max | Aggregate::Min => Ok(None),
+                _ => Err(format!(
+                    "`{name}(…)` aggregates `attr.<name>` or `<class>.<property>`; \
+                     only `min(…)` and `max(…)` combine numbers and aggregates"
+                )),
+            };
+        }
+        parser.expect(Token::Open, &format!("`(` after `{name}`"))?;
+        let source = if parser.peek() == Some(&Token::Close) {
+            if aggregate != Aggregate::Count {
+                return Err(format!(
+                    "`{name}()` needs a value: `attr.<name>` or `<class>.<property>`"
+                ));
+            }
+            Source::Resources
+        } else {
+            let first = parser.ident("`attr.<name>` or `<class>.<property>`")?;
+            let mut path = parser.path(first)?;
+            if path.len() < 2 {
+                return Err(format!(
+                    "`{}` is not a value: write `attr.{0}` for a resource attribute or \
+                     `<class>.{0}` for a property of a class this one depends on",
+                    path[0]
+                ));
+            }
+            if path[0] == "attr" {
+                path.remove(0);
+                Source::Attribute(path)
+            } else if path.len() == 2 {
+                let property = path.pop().unwrap_or_default();
+                Source::Dependency {
+                    class: path.pop().unwrap_or_default(),
+                    property,
+                }
+            } else {
+                return Err(format!(
+                    "`{}` reads too deep: a dependency value is `<class>.<property>`",
+                    path.join(".")
+                ));
+            }
+        };
+        let aggregation = Aggregation { aggregate, source };
+        if parser.peek() == Some(&Token::Comma) {
+            return Err(format!(
+                "`{aggregation}` aggregates one value; combine aggregates with \
+                 `{name}({aggregation}, …)`"
+            ));
+        }
+        parser.expect(Token::Close, "`)`")?;
+        Ok(Some(aggregation))
+    }
+}
+
+impl Operand for NodeValue {
+    const EXPECTED: &'static str = "expected a number, a name or `min(…)`/`max(…)`";
+
+    fn parse(parser: &mut Parser, name: &str) -> Result<Option<Self>, String> {
+        Ok(Some(match name {
+            "aggregated" => NodeValue::Aggregated,
+            "status" => NodeValue::Status,
+            "properties" => {
+                parser.expect(Token::Dot, "`.` after `properties`")?;
+                NodeValue::Property(parser.ident("a property name")?)
+            }
+            "min" | "max" => return Ok(None),
+            other => {
+                return Err(format!(
                     "unknown name `{other}` (expected a number, `aggregated`, `status`, \
                      `properties.<name>`, `min(…)` or `max(…)`)"
-                )),
-            },
-            _ => Err("expected a number, a name or `min(…)`/`max(…)`".into()),
-        }
+                ));
+            }
+        }))
     }
 }
 
 /// Parses a property rule. Dependency classes are checked by the caller.
 pub fn parse_property(text: &str) -> Result<PropertyRule, String> {
     let mut parser = Parser::new(text)?;
-    let name = parser.ident("an aggregate: max, min, sum, avg or count")?;
-    let aggregate = Aggregate::parse(&name).ok_or_else(|| {
-        format!("unknown aggregate `{name}` (expected max, min, sum, avg or count)")
-    })?;
-    parser.expect(Token::Open, &format!("`(` after `{name}`"))?;
-    let source = if parser.peek() == Some(&Token::Close) {
-        if aggregate != Aggregate::Count {
-            return Err(format!(
-                "`{name}()` needs a value: `attr.<name>` or `<class>.<property>`"
-            ));
-        }
-        Source::Resources
-    } else {
-        let first = parser.ident("`attr.<name>` or `<class>.<property>`")?;
-        let mut path = parser.path(first)?;
-        if path.len() < 2 {
-            return Err(format!(
-                "`{}` is not a value: write `attr.{0}` for a resource attribute or \
-                 `<class>.{0}` for a property of a class this one depends on",
-                path[0]
-            ));
-        }
-        if path[0] == "attr" {
-            path.remove(0);
-            Source::Attribute(path)
-        } else if path.len() == 2 {
-            let property = path.pop().unwrap_or_default();
-            Source::Dependency {
-                class: path.pop().unwrap_or_default(),
-                property,
-            }
-        } else {
-            return Err(format!(
-                "`{}` reads too deep: a dependency value is `<class>.<property>`",
-                path.join(".")
-            ));
-        }
-    };
-    parser.expect(Token::Close, "`)`")?;
+    let rule = parser.expr()?;
     parser.end()?;
-    Ok(PropertyRule { aggregate, source })
+    Ok(rule)
 }
 
-/// Parses a `patchAggregatedStatus` expression.
-pub fn parse_patch(text: &str) -> Result<Expr, String> {
+/// Parses a `patchAggregatedStatus` rule.
+pub fn parse_patch(text: &str) -> Result<PatchRule, String> {
     let mut parser = Parser::new(text)?;
-    let expr = parser.expr()?;
+    let rule = parser.expr()?;
     parser.end()?;
-    Ok(expr)
+    Ok(rule)
 }
 
 /// `{attr}` placeholders and literal text: which node of a class a resource
@@ -407,34 +558,95 @@ mod tests {
 
     use super::*;
 
+    fn aggregation(aggregate: Aggregate, source: Source) -> PropertyRule {
+        Expr::Value(Aggregation { aggregate, source })
+    }
+
     #[test]
     fn property_rules_parse_every_source() {
         assert_eq!(
             parse_property("max(attr.health)").unwrap(),
-            PropertyRule {
-                aggregate: Aggregate::Max,
-                source: Source::Attribute(vec!["health".into()])
-            }
+            aggregation(Aggregate::Max, Source::Attribute(vec!["health".into()]))
         );
         assert_eq!(
-            parse_property(" count ( ) ").unwrap().source,
-            Source::Resources
+            parse_property(" count ( ) ").unwrap(),
+            aggregation(Aggregate::Count, Source::Resources)
         );
         assert_eq!(
-            parse_property("avg(attr.latency.p99)").unwrap().source,
-            Source::Attribute(vec!["latency".into(), "p99".into()])
+            parse_property("avg(attr.latency.p99)").unwrap(),
+            aggregation(
+                Aggregate::Avg,
+                Source::Attribute(vec!["latency".into(), "p99".into()])
+            )
         );
         assert_eq!(
-            parse_property("sum(database.connections)").unwrap().source,
-            Source::Dependency {
-                class: "database".into(),
-                property: "connections".into()
-            }
+            parse_property("sum(database.connections)").unwrap(),
+            aggregation(
+                Aggregate::Sum,
+                Source::Dependency {
+                    class: "database".into(),
+                    property: "connections".into()
+                }
+            )
         );
         assert_eq!(
             parse_property("min(attr.cpu)").unwrap().to_string(),
             "min(attr.cpu)"
         );
+    }
+
+    #[test]
+    fn property_rules_combine_aggregates_with_min_and_max() {
+        let rule =
+            parse_property("max( max(attr.health), min(max(database.status), 1.0) )").unwrap();
+        let health = aggregation(Aggregate::Max, Source::Attribute(vec!["health".into()]));
+        let database = aggregation(
+            Aggregate::Max,
+            Source::Dependency {
+                class: "database".into(),
+                property: "status".into(),
+            },
+        );
+        assert_eq!(
+            rule,
+            Expr::Max(vec![
+                health.clone(),
+                Expr::Min(vec![database.clone(), Expr::Number(1.0)])
+            ])
+        );
+        // Canonical text: what `nodeConfig` shows and the digest reads.
+        assert_eq!(
+            rule.to_string(),
+            "max(max(attr.health), min(max(database.status), 1))"
+        );
+        assert_eq!(parse_property(&rule.to_string()).unwrap(), rule);
+        let values: Vec<String> = rule.values().iter().map(ToString::to_string).collect();
+        assert_eq!(values, ["max(attr.health)", "max(database.status)"]);
+        assert_eq!(
+            parse_property("min(2, count())").unwrap(),
+            Expr::Min(vec![
+                Expr::Number(2.0),
+                aggregation(Aggregate::Count, Source::Resources)
+            ])
+        );
+        assert_eq!(parse_property("-1").unwrap(), Expr::Number(-1.0));
+    }
+
+    #[test]
+    fn no_value_counts_as_lower_than_any_number() {
+        let rule = parse_property("max(max(attr.h), min(max(db.s), 1))").unwrap();
+        let with = |h: Option<f64>, s: Option<f64>| {
+            rule.evaluate(&mut |aggregation: &Aggregation| match &aggregation.source {
+                Source::Attribute(_) => h,
+                _ => s,
+            })
+        };
+        assert_eq!(with(Some(0.0), None), Some(0.0), "no database: the health");
+        assert_eq!(with(None, None), None);
+        assert_eq!(with(Some(0.0), Some(2.0)), Some(1.0), "capped at 1");
+        assert_eq!(with(Some(3.0), Some(2.0)), Some(3.0));
+        assert_eq!(with(None, Some(3.0)), Some(1.0));
+        assert_eq!(with(Some(0.0), Some(0.0)), Some(0.0));
     }
 
     #[test]
@@ -448,6 +660,16 @@ mod tests {
             ("max(attr.a", "expected `)`"),
             ("max(attr.a) + 1", "unexpected character `+`"),
             ("max(attr.a) max", "unexpected text"),
+            (
+                "max(attr.a, 1)",
+                "combine aggregates with `max(max(attr.a), …)`",
+            ),
+            ("sum(max(attr.a), 1)", "only `min(…)` and `max(…)` combine"),
+            ("max(max(attr.a), )", "expected a number or an aggregate"),
+            (
+                "min(max(attr.a), aggregated)",
+                "unknown aggregate `aggregated`",
+            ),
         ] {
             let error = parse_property(rule).unwrap_err();
             assert!(error.contains(needle), "{rule}: {error}");
@@ -456,13 +678,21 @@ mod tests {
 
     #[test]
     fn patch_rules_parse_nested_calls() {
+        let rule = parse_patch("min(aggregated, max(status, properties.floor), 2)").unwrap();
         assert_eq!(
-            parse_patch("min(aggregated, max(status, properties.floor), 2)").unwrap(),
+            rule,
             Expr::Min(vec![
-                Expr::Aggregated,
-                Expr::Max(vec![Expr::Status, Expr::Property("floor".into())]),
+                Expr::Value(NodeValue::Aggregated),
+                Expr::Max(vec![
+                    Expr::Value(NodeValue::Status),
+                    Expr::Value(NodeValue::Property("floor".into()))
+                ]),
                 Expr::Number(2.0)
             ])
+        );
+        assert_eq!(
+            rule.to_string(),
+            "min(aggregated, max(status, properties.floor), 2)"
         );
         assert_eq!(parse_patch("-1").unwrap(), Expr::Number(-1.0));
         assert!(

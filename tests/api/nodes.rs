@@ -24,6 +24,7 @@ use crate::{
 on_both_backends!(
     resources_build_the_tree_and_orphans_are_pruned,
     dependent_classes_and_patches_follow_their_rules,
+    a_service_is_at_least_degraded_while_a_shared_database_is_not_healthy,
     http_contract_answers_202_and_replays_by_key,
     a_retry_gets_its_task_whatever_happened_to_the_target,
     bad_requests_change_nothing,
@@ -250,6 +251,79 @@ async fn resources_build_the_tree_and_orphans_are_pruned(backend: Backend) {
     assert_eq!(detail["node"]["ancestors"].as_array().unwrap().len(), 4);
     assert_eq!(detail["node"]["children"][0]["positionToken"], "co-1");
     assert_eq!(detail["node"]["resources"][0]["id"], b.as_str());
+}
+
+/// The shipped configuration does what its comment says: a service's
+/// status is its worst instance's health, and at least 1 (degraded) while
+/// any shared database is not healthy; without a database, the health
+/// alone.
+async fn a_service_is_at_least_degraded_while_a_shared_database_is_not_healthy(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let ops = Client::new(&app).await;
+    ops.create(instance("cart", "cart-1", 0, 1.0)).await;
+    ops.create(instance("checkout", "co-1", 2, 1.0)).await;
+    let cart = chain(&["eu", "a", "k1", "shop", "cart"]);
+    let checkout = chain(&["eu", "a", "k1", "shop", "checkout"]);
+    let statuses = |tree: &BTreeMap<Vec<String>, Value>, node: &Vec<String>| {
+        (
+            tree[node]["status"].as_i64().unwrap(),
+            tree[node]["aggregatedStatus"].as_i64().unwrap(),
+        )
+    };
+    let tree = ops.tree().await;
+    assert_eq!(statuses(&tree, &cart), (0, 0), "no database: the health");
+    assert_eq!(statuses(&tree, &checkout), (2, 2));
+
+    let db = ops
+        .create(json!({ "database": "pg-main", "health": 2 }))
+        .await;
+    let tree = ops.tree().await;
+    assert_eq!(statuses(&tree, &cart), (1, 1), "a failing database");
+    assert_eq!(
+        statuses(&tree, &checkout),
+        (2, 2),
+        "worse than degraded stays"
+    );
+    assert_eq!(
+        statuses(&tree, &chain(&["eu", "a", "k1", "shop", "cart", "cart-1"])),
+        (0, 0),
+        "instances do not read databases"
+    );
+
+    ops.update("A", &db, json!({ "health": 1 })).await;
+    let tree = ops.tree().await;
+    assert_eq!(statuses(&tree, &cart), (1, 1), "a degraded database");
+
+    ops.update("A", &db, json!({ "health": 0 })).await;
+    let tree = ops.tree().await;
+    assert_eq!(statuses(&tree, &cart), (0, 0), "every database healthy");
+
+    ops.create(json!({ "database": "redis-cache", "health": 3 }))
+        .await;
+    let tree = ops.tree().await;
+    assert_eq!(statuses(&tree, &cart), (1, 1), "any database: one is down");
+    assert_eq!(tree[&cart]["properties"]["databaseStatus"], 3);
+
+    let config = ops
+        .data(
+            "{ nodeConfig { classes { name properties { name rule } } } }",
+            json!({}),
+        )
+        .await;
+    let service = config["nodeConfig"]["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|class| class["name"] == "service")
+        .unwrap()
+        .clone();
+    assert!(
+        service["properties"].as_array().unwrap().contains(&json!({
+            "name": "status",
+            "rule": "max(max(attr.health), min(max(database.status), 1))"
+        })),
+        "{service}"
+    );
 }
 
 async fn dependent_classes_and_patches_follow_their_rules(backend: Backend) {
