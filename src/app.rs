@@ -43,7 +43,7 @@ use crate::{
         ops::{self, Ops},
     },
     jobs::{self, Jobs},
-    nodes,
+    nodes, readerapi,
     schema::{self, TrellisSchema},
     telemetry,
 };
@@ -64,6 +64,7 @@ impl DomainSettings {
         Ok(vec![
             feeds::setup(&self.feeds, platform)?,
             nodes::setup(&self.nodes, platform)?,
+            readerapi::setup(&self.feeds, platform)?,
         ])
     }
 

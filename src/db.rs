@@ -81,6 +81,31 @@ pub async fn begin_write(db: &DatabaseConnection) -> Result<DatabaseTransaction,
     .await
 }
 
+/// An entity whose rows belong to one user, by an integer id.
+pub trait Owned: sea_orm::EntityTrait {
+    /// What the row is, for `NOT_FOUND` (`"feed"`, `"item"`…).
+    const NAME: &'static str;
+    fn id_column() -> Self::Column;
+    fn owner_column() -> Self::Column;
+}
+
+/// The row of `E` with this id if it belongs to `user`, else `NOT_FOUND`:
+/// another user's row and no row at all answer the same, so ids tell
+/// nothing about other users.
+pub async fn owned<E: Owned>(
+    db: &impl sea_orm::ConnectionTrait,
+    user: uuid::Uuid,
+    id: i64,
+) -> crate::error::AppResult<E::Model> {
+    use sea_orm::{ColumnTrait, QueryFilter};
+    E::find()
+        .filter(E::id_column().eq(id))
+        .filter(E::owner_column().eq(user))
+        .one(db)
+        .await?
+        .ok_or(crate::error::AppError::NotFound(E::NAME))
+}
+
 /// `$start, $start+1, …` (`count` of them): the placeholders of an
 /// `IN (…)` list or a `VALUES` row in raw SQL (sea-orm binds `$n` on both
 /// backends).

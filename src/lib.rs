@@ -24,5 +24,6 @@ pub mod input;
 pub mod jobs;
 mod layering;
 pub mod nodes;
+pub mod readerapi;
 pub mod schema;
 pub mod telemetry;

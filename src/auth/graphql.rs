@@ -6,16 +6,12 @@ use async_graphql::{Context, Enum, ID, InputObject, Object, SimpleObject};
 use axum::http::header::SET_COOKIE;
 use chrono::{DateTime, Utc};
 use entity::user;
-use sea_orm::{DatabaseConnection, EntityTrait};
 use secrecy::SecretString;
 
 use super::{Role as DbRole, cookie, service::AuthService};
-use crate::{
-    error::AppError,
-    graphql::{
-        context::ContextExt,
-        pagination::{KeyValue, Keyset, KeysetConnection, PageRequest, paginate},
-    },
+use crate::graphql::{
+    context::ContextExt,
+    pagination::{KeysetConnection, PageRequest},
 };
 
 /// What an account may do.
@@ -98,10 +94,10 @@ impl AuthQuery {
         let Some(viewer) = ctx.viewer_opt() else {
             return Ok(None);
         };
-        Ok(user::Entity::find_by_id(viewer.user_id)
-            .one(ctx.service::<DatabaseConnection>()?)
-            .await
-            .map_err(AppError::from)?
+        Ok(ctx
+            .service::<Arc<AuthService>>()?
+            .user(viewer.user_id)
+            .await?
             .map(User::from))
     }
 
@@ -114,15 +110,10 @@ impl AuthQuery {
         after: Option<String>,
     ) -> async_graphql::Result<KeysetConnection<User>> {
         ctx.admin()?;
-        Ok(paginate(
-            ctx.service::<DatabaseConnection>()?,
-            user::Entity::find(),
-            Keyset::ascending(vec![user::Column::Username]),
-            PageRequest::new(first, after)?,
-            |u| vec![KeyValue::Text(u.username.clone())],
-            User::from,
-        )
-        .await?)
+        Ok(ctx
+            .service::<Arc<AuthService>>()?
+            .user_connection(PageRequest::new(first, after)?, User::from)
+            .await?)
     }
 }
 

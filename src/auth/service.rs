@@ -23,6 +23,7 @@ use super::{
 use crate::{
     config::{Config, CookieSecure},
     error::{AppError, AppResult},
+    graphql::pagination::{KeyValue, Keyset, KeysetConnection, PageRequest, paginate},
     http::client::RequestMeta,
 };
 
@@ -74,6 +75,28 @@ impl AuthService {
 
     pub fn session_ttl(&self) -> std::time::Duration {
         self.session_ttl.to_std().unwrap_or_default()
+    }
+
+    /// An account by id.
+    pub async fn user(&self, id: Uuid) -> AppResult<Option<user::Model>> {
+        Ok(user::Entity::find_by_id(id).one(&self.db).await?)
+    }
+
+    /// Every account, by username, as a connection.
+    pub async fn user_connection<N: async_graphql::OutputType>(
+        &self,
+        page: PageRequest,
+        node: impl Fn(user::Model) -> N,
+    ) -> AppResult<KeysetConnection<N>> {
+        paginate(
+            &self.db,
+            user::Entity::find(),
+            Keyset::ascending(vec![user::Column::Username]),
+            page,
+            |u| vec![KeyValue::Text(u.username.clone())],
+            node,
+        )
+        .await
     }
 
     /// When the session cookie is marked `Secure` (`TRELLIS_COOKIE_SECURE`).

@@ -1,15 +1,15 @@
 //! The feeds domain as the app wires it ([`crate::domain`]): its service,
-//! task kinds, reader-API routes, pull scheduler and DataLoaders.
+//! task kinds, pull scheduler and DataLoaders. (The reader APIs over it are
+//! `crate::readerapi`.)
 
 use std::sync::Arc;
 
 use async_graphql::Data;
-use axum::{Router, routing::post};
 use tokio::{sync::watch, task::JoinHandle};
 
 use super::{
-    discover::Discoverer, fever, greader, loaders::FeedLoaders, pull::Puller,
-    reader_auth::ReaderState, scheduler, service::FeedsService, settings::Settings, tasks,
+    discover::Discoverer, loaders::FeedLoaders, pull::Puller, reader_auth::ReaderAccounts,
+    scheduler, service::FeedsService, settings::Settings, tasks,
 };
 use crate::{
     domain::{Domain, Platform, Setup},
@@ -53,6 +53,7 @@ impl Setup for FeedsSetup {
         );
         Arc::new(Feeds {
             service,
+            accounts: ReaderAccounts::new(self.platform.db.clone(), self.platform.web.auth.clone()),
             discoverer: Discoverer(self.http),
             platform: self.platform,
             settings: self.settings,
@@ -63,6 +64,7 @@ impl Setup for FeedsSetup {
 
 struct Feeds {
     service: FeedsService,
+    accounts: ReaderAccounts,
     discoverer: Discoverer,
     platform: Platform,
     settings: Settings,
@@ -76,22 +78,9 @@ impl Domain for Feeds {
 
     fn request_data(&self, data: &mut Data) {
         data.insert(self.service.clone());
+        data.insert(self.accounts.clone());
         data.insert(self.discoverer.clone());
         data.insert(FeedLoaders::new(&self.platform.db));
-    }
-
-    /// The reader APIs mobile apps speak: Fever and Google Reader.
-    fn routes(&self) -> Router {
-        Router::new()
-            .route("/fever", post(fever::fever))
-            .route("/fever/", post(fever::fever))
-            .merge(greader::routes())
-            .with_state(ReaderState {
-                web: self.platform.web.clone(),
-                db: self.platform.db.clone(),
-                feeds: self.service.clone(),
-                discoverer: self.discoverer.clone(),
-            })
     }
 
     fn background(&self, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {

@@ -10,29 +10,25 @@ use async_graphql::{
 use chrono::{DateTime, Utc};
 use entity::{bookmark, feed, feed_fetch_state, feed_group, feed_settings, item};
 use futures_util::Stream;
-use sea_orm::{ColumnTrait, DatabaseConnection, QueryFilter};
 use serde_json::json;
 use url::Url;
 
 use super::{
     FEED_UPDATED, IMPORT_KIND, PULL_KIND, REFRESH_ALL_KIND, REFRESH_INTERVALS,
     discover::Discoverer,
+    item_list::{GroupRef, ItemQuery},
     loaders::{FeedLoaders, ItemCounts},
     opml,
     pull::PullMode,
-    reader_auth,
+    reader_auth::ReaderAccounts,
     sanitize::sanitize_html,
-    search,
-    service::{
-        FeedPatch, FeedsService, NewFeed, ReadScope, SettingsPatch, Snapshot, feed_ids_in_group,
-    },
+    service::{FeedPatch, FeedsService, NewFeed, ReadScope, SettingsPatch, Snapshot},
 };
 use crate::{
-    auth::service::AuthService,
     error::{AppError, AppResult},
     graphql::{
         context::ContextExt,
-        pagination::{KeyValue, Keyset, KeysetConnection, PageRequest, paginate},
+        pagination::{KeysetConnection, PageRequest},
     },
     jobs::{
         Jobs,
@@ -491,35 +487,33 @@ impl FeedsQuery {
         after: Option<String>,
     ) -> async_graphql::Result<KeysetConnection<Item>> {
         let viewer = ctx.viewer()?;
-        let service = feeds(ctx)?;
         let filter = filter.unwrap_or_default();
-        let mut select = service.items_of(viewer.user_id);
-        if let Some(feed_id) = &filter.feed_id {
-            select = select.filter(item::Column::FeedId.eq(parse_int_id("feedId", feed_id)?));
-        }
-        if let Some(group_id) = &filter.group_id {
-            let group = parse_int_id("groupId", group_id)?;
-            select = select
-                .filter(item::Column::FeedId.in_subquery(feed_ids_in_group(viewer.user_id, group)));
-        }
+        let mut query = ItemQuery::default();
+        query.feed = filter
+            .feed_id
+            .as_ref()
+            .map(|id| parse_int_id("feedId", id))
+            .transpose()?;
+        query.group = filter
+            .group_id
+            .as_ref()
+            .map(|id| parse_int_id("groupId", id).map(GroupRef::Id))
+            .transpose()?;
+        query.text = filter.query;
         if let Some(unread) = filter.unread {
-            select = select.filter(item::Column::Unread.eq(unread));
+            query.unread(unread);
         }
         if let Some(starred) = filter.starred {
-            select = select.filter(item::Column::Starred.eq(starred));
+            query.starred(starred);
         }
-        if let Some(query) = filter.query.as_deref().filter(|q| !q.trim().is_empty()) {
-            select = select.filter(search::matches(service.db().get_database_backend(), query));
-        }
-        Ok(paginate(
-            service.db(),
-            select,
-            Keyset::descending(vec![item::Column::PubDate, item::Column::Id]),
-            PageRequest::new(first, after)?,
-            |item| vec![KeyValue::Time(item.pub_date), KeyValue::Int(item.id)],
-            Item,
-        )
-        .await?)
+        Ok(feeds(ctx)?
+            .item_connection(
+                viewer.user_id,
+                &query,
+                PageRequest::new(first, after)?,
+                Item,
+            )
+            .await?)
     }
 
     async fn item(&self, ctx: &Context<'_>, id: ID) -> async_graphql::Result<Option<Item>> {
@@ -546,8 +540,9 @@ impl FeedsQuery {
             .searcher()
             .ranked_items(viewer.user_id, &query, limit)
             .await?;
-        let matched_feeds =
-            search::matching_feeds(service.db(), viewer.user_id, &query, limit).await?;
+        let matched_feeds = service
+            .matching_feeds(viewer.user_id, &query, limit)
+            .await?;
         Ok(SearchResult {
             feeds: matched_feeds.into_iter().map(Feed).collect(),
             items: items.into_iter().map(Item).collect(),
@@ -563,16 +558,13 @@ impl FeedsQuery {
         after: Option<String>,
     ) -> async_graphql::Result<KeysetConnection<Bookmark>> {
         let viewer = ctx.viewer()?;
-        let service = feeds(ctx)?;
-        Ok(paginate(
-            service.db(),
-            service.bookmarks_of(viewer.user_id),
-            Keyset::descending(vec![bookmark::Column::CreatedAt, bookmark::Column::Id]),
-            PageRequest::new(first, after)?,
-            |b| vec![KeyValue::Time(b.created_at), KeyValue::Int(b.id)],
-            Bookmark::from,
-        )
-        .await?)
+        Ok(feeds(ctx)?
+            .bookmark_connection(
+                viewer.user_id,
+                PageRequest::new(first, after)?,
+                Bookmark::from,
+            )
+            .await?)
     }
 
     async fn bookmark(&self, ctx: &Context<'_>, id: ID) -> async_graphql::Result<Option<Bookmark>> {
@@ -617,7 +609,10 @@ impl FeedsQuery {
     /// Whether you have set a password for mobile reader apps (Fever API at `/fever/`).
     async fn reader_api_enabled(&self, ctx: &Context<'_>) -> async_graphql::Result<bool> {
         let viewer = ctx.viewer()?;
-        Ok(reader_auth::enabled(ctx.service::<DatabaseConnection>()?, viewer.user_id).await?)
+        Ok(ctx
+            .service::<ReaderAccounts>()?
+            .enabled(viewer.user_id)
+            .await?)
     }
 
     /// The values `refreshIntervalSeconds` may take.
@@ -919,22 +914,21 @@ impl FeedsMutation {
         #[graphql(secret)] password: String,
     ) -> async_graphql::Result<bool> {
         let viewer = ctx.viewer()?;
-        reader_auth::set_password(
-            ctx.service::<DatabaseConnection>()?,
-            ctx.service::<Arc<AuthService>>()?,
-            viewer,
-            current_password.into(),
-            password.into(),
-            ctx.request_meta()?,
-        )
-        .await?;
+        ctx.service::<ReaderAccounts>()?
+            .set_password(
+                viewer,
+                current_password.into(),
+                password.into(),
+                ctx.request_meta()?,
+            )
+            .await?;
         Ok(true)
     }
 
     /// Turns the reader APIs off for you; returns whether they were on.
     async fn clear_reader_password(&self, ctx: &Context<'_>) -> async_graphql::Result<bool> {
         let viewer = ctx.viewer()?;
-        Ok(reader_auth::clear(ctx.service::<DatabaseConnection>()?, viewer).await?)
+        Ok(ctx.service::<ReaderAccounts>()?.clear(viewer).await?)
     }
 
     /// Pulls one feed now (bypassing its schedule). Returns the task at once.

@@ -13,18 +13,18 @@
 //! - [`sanitize`]: item HTML as it is served; [`discover`] finds feeds a
 //!   page links to; [`opml`] reads and writes subscription lists, whose
 //!   names [`names`] keeps fit for XML.
-//! - Mobile apps: [`fever`] (the Fever API) and [`greader`] (the Google
-//!   Reader API), with [`reader_auth`] (their password) and
-//!   [`reader_form`] (their parameters).
+//! - [`item_list`]: the item lists (GraphQL `items`, the reader APIs'
+//!   streams) and bookmarks, paged by keyset.
+//! - [`reader_auth`]: the password mobile reader apps sign in with; the
+//!   protocols themselves are `crate::readerapi`.
 //! - Wiring: [`settings`] (its command-line settings), [`domain`] (what the
 //!   app builds and starts), [`loaders`] (its DataLoaders).
 
 pub mod dates;
 pub mod discover;
 pub mod domain;
-pub mod fever;
 pub mod graphql;
-pub mod greader;
+pub mod item_list;
 pub mod loaders;
 pub mod mapping;
 pub mod names;
@@ -34,7 +34,6 @@ pub mod prepare;
 pub mod pull;
 pub mod pullpolicy;
 pub mod reader_auth;
-pub mod reader_form;
 pub mod retention;
 pub mod sanitize;
 pub mod scheduler;

@@ -23,6 +23,7 @@ use super::{
     store,
 };
 use crate::{
+    db::{Owned, owned},
     error::{AppError, AppResult},
     jobs::outbox::{self, NewEvent},
 };
@@ -141,11 +142,7 @@ impl FeedsService {
     }
 
     pub async fn group(&self, user: Uuid, id: i64) -> AppResult<feed_group::Model> {
-        feed_group::Entity::find_by_id(id)
-            .filter(feed_group::Column::UserId.eq(user))
-            .one(&self.db)
-            .await?
-            .ok_or(AppError::NotFound("group"))
+        owned::<feed_group::Entity>(&self.db, user, id).await
     }
 
     pub async fn create_group(&self, user: Uuid, name: &str) -> AppResult<feed_group::Model> {
@@ -202,11 +199,7 @@ impl FeedsService {
     // ----- feeds -----
 
     pub async fn feed(&self, user: Uuid, id: i64) -> AppResult<feed::Model> {
-        feed::Entity::find_by_id(id)
-            .filter(feed::Column::UserId.eq(user))
-            .one(&self.db)
-            .await?
-            .ok_or(AppError::NotFound("feed"))
+        owned::<feed::Entity>(&self.db, user, id).await
     }
 
     pub fn feeds_of(&self, user: Uuid) -> Select<feed::Entity> {
@@ -534,11 +527,7 @@ impl FeedsService {
     // ----- items -----
 
     pub async fn item(&self, user: Uuid, id: i64) -> AppResult<item::Model> {
-        item::Entity::find_by_id(id)
-            .filter(item::Column::UserId.eq(user))
-            .one(&self.db)
-            .await?
-            .ok_or(AppError::NotFound("item"))
+        owned::<item::Entity>(&self.db, user, id).await
     }
 
     pub fn items_of(&self, user: Uuid) -> Select<item::Entity> {
@@ -715,11 +704,7 @@ impl FeedsService {
     }
 
     pub async fn bookmark(&self, user: Uuid, id: i64) -> AppResult<bookmark::Model> {
-        self.bookmarks_of(user)
-            .filter(bookmark::Column::Id.eq(id))
-            .one(&self.db)
-            .await?
-            .ok_or(AppError::NotFound("bookmark"))
+        owned::<bookmark::Entity>(&self.db, user, id).await
     }
 
     /// Bookmarks an item: a snapshot of its content as it is now.
@@ -1053,3 +1038,19 @@ fn unique_conflict(error: DbErr, message: String) -> AppError {
         _ => error.into(),
     }
 }
+
+macro_rules! owned_by_user {
+    ($($entity:ident: $name:literal),* $(,)?) => {$(
+        impl Owned for $entity::Entity {
+            const NAME: &'static str = $name;
+            fn id_column() -> Self::Column {
+                $entity::Column::Id
+            }
+            fn owner_column() -> Self::Column {
+                $entity::Column::UserId
+            }
+        }
+    )*};
+}
+
+owned_by_user!(feed_group: "group", feed: "feed", item: "item", bookmark: "bookmark");

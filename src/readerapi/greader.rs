@@ -30,20 +30,23 @@ use axum::{
     routing::{get, post},
 };
 use chrono::{DateTime, Utc};
-use entity::{feed, item, reader_credential};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Select};
+use entity::{feed, item};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::{
-    reader_auth::ReaderState,
-    reader_form::{Params, unix_time},
-    service::{FeedPatch, FeedsService, NewFeed, ReadScope},
+    ReaderState,
+    form::{Params, unix_time},
 };
 use crate::{
-    auth::{ratelimit::Realm, service::AuthService},
+    auth::ratelimit::Realm,
     error::{AppError, AppResult},
-    graphql::pagination::{Cursor, KeyValue, Keyset, keyset_page},
+    feeds::{
+        item_list::{GroupRef, ItemOrder, ItemQuery},
+        reader_auth::ReaderAccounts,
+        service::{FeedPatch, FeedsService, NewFeed, ReadScope},
+    },
+    graphql::pagination::Cursor,
     http::client::RequestMeta,
 };
 
@@ -181,15 +184,6 @@ fn item_ids_of(params: &Params, max: usize) -> Vec<i64> {
         .collect()
 }
 
-/// A token: the user id and a MAC under the server-held secret of the id
-/// and the credential's stored hash (its argon2 salt makes it per
-/// credential), so setting or clearing the password revokes it and a
-/// database dump alone cannot forge it.
-fn sign(auth: &AuthService, user: Uuid, password_hash: &str) -> String {
-    let tag = auth.mac("greader", &[user.as_bytes(), password_hash.as_bytes()]);
-    format!("{}/{tag}", user.simple())
-}
-
 /// The `GoogleLogin auth=` token of a request's `Authorization` header.
 fn header_token(headers: &HeaderMap) -> Option<&str> {
     headers
@@ -201,27 +195,7 @@ fn header_token(headers: &HeaderMap) -> Option<&str> {
 /// The user a token (from `ClientLogin`) belongs to.
 async fn authenticate(state: &ReaderState, token: Option<&str>) -> AppResult<Uuid> {
     let token = token.ok_or(AppError::Unauthenticated("GoogleLogin auth token required"))?;
-    let (user, tag) = token
-        .split_once('/')
-        .ok_or(AppError::Unauthenticated("invalid token"))?;
-    let user = Uuid::parse_str(user).map_err(|_| AppError::Unauthenticated("invalid token"))?;
-    let credential = reader_credential::Entity::find_by_id(user)
-        .one(&state.db)
-        .await?
-        .ok_or(AppError::Unauthenticated("invalid token"))?;
-    let expected = sign(state.auth(), user, &credential.password_hash);
-    let presented = format!("{}/{tag}", user.simple());
-    // Compare in constant time: the tag is a secret.
-    let mac_ok = expected.len() == presented.len()
-        && expected
-            .bytes()
-            .zip(presented.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
-    if !mac_ok {
-        return Err(AppError::Unauthenticated("invalid token"));
-    }
-    Ok(user)
+    state.accounts.google_user(token).await
 }
 
 /// An authenticated Reader API request: the user, the token it came with,
@@ -238,6 +212,7 @@ struct ReaderRequest {
     user: Uuid,
     token: String,
     feeds: FeedsService,
+    accounts: ReaderAccounts,
     params: Params,
 }
 
@@ -260,6 +235,7 @@ impl FromRequest<ReaderState> for ReaderRequest {
             user,
             token: token.unwrap_or_default(),
             feeds: state.feeds.clone(),
+            accounts: state.accounts.clone(),
             params,
         })
     }
@@ -313,31 +289,9 @@ async fn client_login(
     else {
         return (StatusCode::UNAUTHORIZED, "Error=BadAuthentication\n").into_response();
     };
-    let check = async {
-        let user = entity::user::Entity::find()
-            .filter(entity::user::Column::Username.eq(username.trim().to_lowercase()))
-            .one(&state.db)
-            .await?;
-        let credential = match &user {
-            Some(user) => {
-                reader_credential::Entity::find_by_id(user.id)
-                    .one(&state.db)
-                    .await?
-            }
-            None => None,
-        };
-        // Verify against a decoy when there is no such user or credential,
-        // so timing does not tell which usernames exist.
-        let stored = credential.as_ref().map(|c| c.password_hash.as_str());
-        let verified = state.auth().check_password(candidate, stored).await?;
-        Ok(match (user, credential, verified) {
-            (Some(user), Some(credential), true) => {
-                Some(sign(state.auth(), user.id, &credential.password_hash))
-            }
-            _ => None,
-        })
-    };
+    let check = state.accounts.google_login(username, candidate);
     match state
+        .accounts
         .auth()
         .throttled(Realm::GoogleReader, Some(username), &meta, check)
         .await
@@ -358,12 +312,8 @@ async fn token(ReaderRequest { token, .. }: ReaderRequest) -> String {
     token
 }
 
-async fn user_info(ReaderRequest { user, feeds, .. }: ReaderRequest) -> Reply {
-    let name = entity::user::Entity::find_by_id(user)
-        .one(feeds.db())
-        .await?
-        .map(|user| user.username)
-        .unwrap_or_default();
+async fn user_info(ReaderRequest { user, accounts, .. }: ReaderRequest) -> Reply {
+    let name = accounts.username(user).await?;
     Ok(Json(json!({
         "userId": user.to_string(),
         "userName": name,
@@ -449,87 +399,64 @@ async fn unread_count(ReaderRequest { user, feeds, .. }: ReaderRequest) -> Reply
     Ok(Json(json!({ "max": total, "unreadcounts": entries })).into_response())
 }
 
-/// The items of a stream, with the request's exclusions and time bounds
-/// (the order is [`stream_order`]'s).
-fn stream_items(
-    feeds: &FeedsService,
-    user: Uuid,
-    params: &Params,
-    stream: &str,
-) -> AppResult<Select<item::Entity>> {
+/// The items of a stream, with the request's exclusions (`xt`) and
+/// inclusions (`it`) and time bounds.
+fn stream_query(params: &Params, stream: &str) -> AppResult<ItemQuery> {
     let stream = parse_stream(stream).ok_or_else(|| AppError::bad_input("s", "unknown stream"))?;
-    let mut select = feeds.items_of(user);
-    select = match stream {
-        Stream::ReadingList => select,
-        Stream::Starred => select.filter(item::Column::Starred.eq(true)),
-        Stream::Read => select.filter(item::Column::Unread.eq(false)),
-        Stream::KeptUnread => select.filter(item::Column::Unread.eq(true)),
-        Stream::Feed(id) => select.filter(item::Column::FeedId.eq(id)),
-        Stream::Label(name) => {
-            select.filter(item::Column::FeedId.in_subquery(feed_ids_in_named_group(user, &name)))
+    let mut query = ItemQuery::default();
+    match stream {
+        Stream::ReadingList => {}
+        Stream::Starred => {
+            query.starred(true);
         }
-    };
+        Stream::Read => {
+            query.unread(false);
+        }
+        Stream::KeptUnread => {
+            query.unread(true);
+        }
+        Stream::Feed(id) => query.feed = Some(id),
+        Stream::Label(name) => query.group = Some(GroupRef::Name(name)),
+    }
     for (key, keep) in [("xt", false), ("it", true)] {
         for tag in params.all(key).into_iter().filter_map(parse_stream) {
-            select = match tag {
-                Stream::Read => select.filter(item::Column::Unread.eq(!keep)),
-                Stream::Starred => select.filter(item::Column::Starred.eq(keep)),
-                _ => select,
-            };
+            match tag {
+                Stream::Read => {
+                    query.unread(!keep);
+                }
+                Stream::Starred => {
+                    query.starred(keep);
+                }
+                _ => {}
+            }
         }
     }
     // `ot`/`nt` bound when items arrived ("crawled", in Google's words),
     // so an incremental sync from the last one gets every item pulled
     // since, whatever its publication date.
-    if let Some(since) = params.number("ot").and_then(unix_time) {
-        select = select.filter(item::Column::ArrivedAt.gte(since));
-    }
-    if let Some(until) = params.number("nt").and_then(unix_time) {
-        select = select.filter(item::Column::ArrivedAt.lt(until));
-    }
-    Ok(select)
+    query.arrived_since = params.number("ot").and_then(unix_time);
+    query.arrived_before = params.number("nt").and_then(unix_time);
+    Ok(query)
 }
 
-/// Newest first, or oldest first with `r=o`; the id breaks ties, so the
-/// order is total and a continuation names an exact place in it.
-fn stream_order(params: &Params) -> Keyset<item::Column> {
-    let columns = vec![item::Column::PubDate, item::Column::Id];
-    if params.one("r") == Some("o") {
-        Keyset::ascending(columns)
-    } else {
-        Keyset::descending(columns)
-    }
-}
-
-fn feed_ids_in_named_group(user: Uuid, name: &str) -> sea_orm::sea_query::SelectStatement {
-    sea_orm::sea_query::Query::select()
-        .column(feed::Column::Id)
-        .from(feed::Entity)
-        .and_where(feed::Column::UserId.eq(user))
-        .and_where(
-            feed::Column::GroupId.in_subquery(
-                sea_orm::sea_query::Query::select()
-                    .column(entity::feed_group::Column::Id)
-                    .from(entity::feed_group::Entity)
-                    .and_where(entity::feed_group::Column::UserId.eq(user))
-                    .and_where(entity::feed_group::Column::Name.eq(name))
-                    .to_owned(),
-            ),
-        )
-        .to_owned()
-}
-
-/// One page of a stream: `n` items after the continuation `c`. A
-/// continuation is the last item's place in the order (keyset paging, as
-/// every list in the API pages), so items arriving between two pages never
-/// shift one into the next page twice or out of both.
+/// One page of a stream: `n` items after the continuation `c`, newest
+/// first or oldest first with `r=o`. A continuation is the last item's
+/// place in the order (keyset paging, as every list in the API pages), so
+/// items arriving between two pages never shift one into the next page
+/// twice or out of both.
 async fn page(
     feeds: &FeedsService,
-    select: Select<item::Entity>,
+    user: Uuid,
     params: &Params,
+    stream: &str,
     max: u64,
 ) -> AppResult<(Vec<item::Model>, Option<String>)> {
-    let n = page_size(params, max);
+    let query = stream_query(params, stream)?;
+    let order = if params.one("r") == Some("o") {
+        ItemOrder::OldestFirst
+    } else {
+        ItemOrder::NewestFirst
+    };
     let after = params
         .one("c")
         .map(|text| {
@@ -537,19 +464,17 @@ async fn page(
                 .map_err(|_| AppError::bad_input("c", "not a continuation of this stream"))
         })
         .transpose()?;
-    let (rows, more) = keyset_page(
-        feeds.db(),
-        select,
-        &stream_order(params),
-        after.as_ref(),
-        "c",
-        n,
-    )
-    .await?;
-    let continuation = rows.last().filter(|_| more).map(|last| {
-        Cursor(vec![KeyValue::Time(last.pub_date), KeyValue::Int(last.id)]).encode_cursor()
-    });
-    Ok((rows, continuation))
+    let (rows, next) = feeds
+        .items_after(
+            user,
+            &query,
+            order,
+            after.as_ref(),
+            "c",
+            page_size(params, max),
+        )
+        .await?;
+    Ok((rows, next.map(|cursor| cursor.encode_cursor())))
 }
 
 /// Adds the next page's `continuation` to a stream answer, when there is one.
@@ -569,8 +494,7 @@ async fn item_ids(
     }: ReaderRequest,
 ) -> Reply {
     let stream = params.one("s").unwrap_or(READING_LIST).to_owned();
-    let select = stream_items(&feeds, user, &params, &stream)?;
-    let (items, continuation) = page(&feeds, select, &params, MAX_IDS).await?;
+    let (items, continuation) = page(&feeds, user, &params, &stream, MAX_IDS).await?;
     let refs: Vec<Value> = items
         .iter()
         .map(|item| {
@@ -594,12 +518,7 @@ async fn items_contents(
     }: ReaderRequest,
 ) -> Reply {
     let ids = item_ids_of(&params, MAX_CONTENTS as usize);
-    let items = feeds
-        .items_of(user)
-        .filter(item::Column::Id.is_in(ids))
-        .order_by_desc(item::Column::PubDate)
-        .all(feeds.db())
-        .await?;
+    let items = feeds.items_by_ids(user, &ids).await?;
     Ok(
         Json(contents(&feeds, user, items, "user/-/state/com.google/reading-list").await?)
             .into_response(),
@@ -626,8 +545,7 @@ async fn serve_stream_contents(
         ..
     }: ReaderRequest,
 ) -> Reply {
-    let select = stream_items(&feeds, user, &params, &stream)?;
-    let (items, continuation) = page(&feeds, select, &params, MAX_CONTENTS).await?;
+    let (items, continuation) = page(&feeds, user, &params, &stream, MAX_CONTENTS).await?;
     let body = contents(&feeds, user, items, &stream).await?;
     Ok(Json(continued(body, continuation)).into_response())
 }
@@ -676,7 +594,7 @@ async fn contents(
                 "title": item.title,
                 "canonical": [{ "href": link }],
                 "alternate": [{ "href": link, "type": "text/html" }],
-                "summary": { "direction": "ltr", "content": super::sanitize::sanitize_html(&item.content, base.as_ref()) },
+                "summary": { "direction": "ltr", "content": crate::feeds::sanitize::sanitize_html(&item.content, base.as_ref()) },
                 "categories": categories,
                 "origin": {
                     "streamId": format!("feed/{}", item.feed_id),
@@ -716,7 +634,7 @@ async fn edit_tag(
             }
         }
     }
-    for chunk in ids.chunks(super::service::MAX_IDS) {
+    for chunk in ids.chunks(crate::feeds::service::MAX_IDS) {
         if let Some(unread) = unread {
             feeds.set_unread(user, chunk, unread).await?;
         }
@@ -1000,8 +918,8 @@ async fn subscription_import(
 ) -> Reply {
     let text = std::str::from_utf8(params.raw_body())
         .map_err(|_| AppError::bad_input("opml", "an OPML document in UTF-8"))?;
-    let listed =
-        super::opml::parse(text).map_err(|error| AppError::bad_input("opml", error.to_string()))?;
+    let listed = crate::feeds::opml::parse(text)
+        .map_err(|error| AppError::bad_input("opml", error.to_string()))?;
     feeds.import_feeds(user, listed).await?;
     ok()
 }

@@ -1,6 +1,6 @@
 //! The Fever API (`POST /fever/?api`), as Reeder, Unread, ReadKit and
 //! others speak it: `api_key = md5(username:password)` in the form body
-//! (the user's reader password, see [`super::reader_auth`]), and query
+//! (the user's reader password, see [`crate::feeds::reader_auth`]), and query
 //! flags naming what to return — `groups`, `feeds`, `favicons`, `items`
 //! (`since_id`, `max_id`, `with_ids`; 50 at a time), `links`,
 //! `unread_item_ids`, `saved_item_ids` — plus `mark` / `as` / `id` /
@@ -20,14 +20,16 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{
-    reader_auth::{self, ReaderState},
-    reader_form::{Params, unix_time},
-    sanitize::sanitize_html,
-    service::{FeedsService, ItemPage, ItemState, ReadScope},
+    ReaderState,
+    form::{Params, unix_time},
 };
 use crate::{
     auth::ratelimit::Realm,
     error::{AppError, AppResult},
+    feeds::{
+        sanitize::sanitize_html,
+        service::{FeedsService, ItemPage, ItemState, ReadScope},
+    },
     http::client::RequestMeta,
 };
 
@@ -40,20 +42,15 @@ pub async fn fever(
     meta: RequestMeta,
     params: Params,
 ) -> Response {
-    let db = &state.db;
     // Wrong keys are throttled per client address like failed logins, on
     // a budget of their own (a stale key in an app must not lock the
     // web login).
     let user = match params.from_body("api_key") {
         Some(key) => {
             state
+                .accounts
                 .auth()
-                .throttled(
-                    Realm::Fever,
-                    None,
-                    &meta,
-                    reader_auth::fever_user(db, state.auth(), key),
-                )
+                .throttled(Realm::Fever, None, &meta, state.accounts.fever_user(key))
                 .await
         }
         None => Ok(None),
