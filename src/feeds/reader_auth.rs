@@ -145,8 +145,9 @@ impl ReaderAccounts {
 
     /// The user's name, for the apps' account screens.
     pub async fn username(&self, user: Uuid) -> AppResult<String> {
-        Ok(user::Entity::find_by_id(user)
-            .one(&self.db)
+        Ok(self
+            .auth
+            .user(user)
             .await?
             .map(|user| user.username)
             .unwrap_or_default())
