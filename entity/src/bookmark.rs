@@ -14,6 +14,9 @@ pub struct Model {
     pub link: String,
     pub title: String,
     pub content: String,
+    /// `content` sanitized for serving, when it was stored (NULL: stored
+    /// before this was kept; sanitize when served).
+    pub content_html: Option<String>,
     pub pub_date: Option<DateTimeUtc>,
     pub feed_name: Option<String>,
     pub created_at: DateTimeUtc,

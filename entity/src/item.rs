@@ -14,6 +14,9 @@ pub struct Model {
     pub title: String,
     /// As published (unsanitized); sanitized when served.
     pub content: String,
+    /// `content` sanitized for serving, when it was stored (NULL: stored
+    /// before this was kept; sanitize when served).
+    pub content_html: Option<String>,
     /// What full-text search reads: the title and the content's plain
     /// text, each CJK character a word of its own (`feeds::search::indexable`).
     pub search_title: String,

@@ -23,6 +23,8 @@ mod m20261202_000011_item_arrival;
 mod m20261202_000012_item_undated;
 mod m20261202_000013_reconciled_generation;
 mod m20261202_000014_item_search_text;
+mod m20261203_000015_default_group_with_user;
+mod m20261203_000016_sanitized_content;
 
 pub struct Migrator;
 
@@ -44,6 +46,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000012_item_undated::Migration),
             Box::new(m20261202_000013_reconciled_generation::Migration),
             Box::new(m20261202_000014_item_search_text::Migration),
+            Box::new(m20261203_000015_default_group_with_user::Migration),
+            Box::new(m20261203_000016_sanitized_content::Migration),
         ]
     }
 }

@@ -11,7 +11,6 @@ use chrono::{DateTime, Utc};
 use entity::{bookmark, feed, feed_fetch_state, feed_group, feed_settings, item};
 use futures_util::Stream;
 use serde_json::json;
-use url::Url;
 
 use super::{
     FEED_UPDATED, IMPORT_KIND, PULL_KIND, REFRESH_ALL_KIND, REFRESH_INTERVALS,
@@ -21,7 +20,7 @@ use super::{
     opml,
     pull::PullMode,
     reader_auth::ReaderAccounts,
-    sanitize::sanitize_html,
+    sanitize,
     service::{FeedPatch, FeedsService, NewFeed, ReadScope, SettingsPatch, Snapshot},
 };
 use crate::{
@@ -227,16 +226,16 @@ impl Item {
     /// Sanitized HTML with absolute links (against the item's link, else
     /// the feed's URL), safe to render.
     async fn content(&self, ctx: &Context<'_>) -> async_graphql::Result<String> {
-        let base = match &self.0.link {
-            Some(link) => Some(link.clone()),
-            None => loaders(ctx)?
+        let feed_link = if sanitize::needs_feed_link(&self.0) {
+            loaders(ctx)?
                 .feeds
                 .load_one(self.0.feed_id)
                 .await?
-                .map(|feed| feed.link),
+                .map(|feed| feed.link)
+        } else {
+            None
         };
-        let base = base.and_then(|link| Url::parse(&link).ok());
-        Ok(sanitize_html(&self.0.content, base.as_ref()))
+        Ok(sanitize::item_html(&self.0, feed_link.as_deref()))
     }
     /// The content exactly as published (unsanitized: never render it as HTML).
     async fn raw_content(&self) -> &str {
@@ -274,6 +273,8 @@ pub struct Bookmark {
     pub link: String,
     pub title: String,
     #[graphql(skip)]
+    pub html: String,
+    #[graphql(skip)]
     pub raw: String,
     pub pub_date: Option<DateTime<Utc>>,
     pub feed_name: Option<String>,
@@ -283,8 +284,8 @@ pub struct Bookmark {
 #[ComplexObject]
 impl Bookmark {
     /// Sanitized HTML with absolute links.
-    async fn content(&self) -> String {
-        sanitize_html(&self.raw, Url::parse(&self.link).ok().as_ref())
+    async fn content(&self) -> &str {
+        &self.html
     }
     /// The snapshot exactly as saved (unsanitized).
     async fn raw_content(&self) -> &str {
@@ -295,6 +296,7 @@ impl Bookmark {
 impl From<bookmark::Model> for Bookmark {
     fn from(model: bookmark::Model) -> Self {
         Bookmark {
+            html: sanitize::bookmark_html(&model),
             id: ID(model.id.to_string()),
             item_id: model.item_id.map(|id| ID(id.to_string())),
             feed_id: model.feed_id.map(|id| ID(id.to_string())),

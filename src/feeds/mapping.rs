@@ -24,8 +24,11 @@ pub struct MappedItem {
     /// Absolute, when the entry had a link.
     pub link: Option<String>,
     pub title: String,
-    /// Raw (unsanitized) content; sanitizing happens when it is served.
+    /// Raw (unsanitized) content, as published.
     pub content: String,
+    /// `content` sanitized for serving, links made absolute against the
+    /// item's link (else the feed's): sanitized once, here.
+    pub content_html: String,
     pub pub_date: DateTime<Utc>,
     /// The entry had no readable date: `pub_date` is its arrival time.
     pub undated: bool,
@@ -98,8 +101,11 @@ pub fn map_entry(entry: &RawEntry, feed_link: Option<&Url>, now: DateTime<Utc>) 
     } else {
         guid
     };
+    let base = link.as_deref().and_then(|link| Url::parse(link).ok());
+    let content_html = super::sanitize::sanitize_html(&content, base.as_ref().or(feed_link));
     MappedItem {
         guid,
+        content_html,
         link,
         search_title: super::search::indexable(&title),
         search_body: super::search::indexable(&super::text::plain_text(&content)),

@@ -4,14 +4,13 @@
 //! [`super::scheduler`]'s loop; this module does one pull.
 //!
 //! Politeness: at most `TRELLIS_PULL_CONCURRENCY` fetches in flight in this
-//! process, and at most [`PER_HOST`] to any one host.
+//! process, and at most [`PER_HOST`] to any one host — the limits of the
+//! feeds' outbound client (`crate::httpc::limits`). A pull run as a task
+//! does not wait for them: it asks with [`Patience::Never`] and, when there
+//! is no room, comes back as [`Pulled::Busy`], so the task can go back to
+//! its queue instead of holding a worker slot.
 
-use std::{
-    collections::HashMap,
-    panic::AssertUnwindSafe,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{panic::AssertUnwindSafe, time::Duration};
 
 use chrono::{DateTime, Utc};
 use entity::{feed, feed_fetch_state};
@@ -22,7 +21,6 @@ use reqwest::{
 };
 use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use url::Url;
 
 use super::{
@@ -31,7 +29,10 @@ use super::{
 };
 use crate::{
     error::AppResult,
-    httpc::{Fetched, HttpClient},
+    httpc::{
+        FetchError, Fetched, HttpClient, Patience,
+        limits::{Busy, LimitSettings},
+    },
 };
 
 /// Concurrent requests to one host.
@@ -98,7 +99,8 @@ pub(super) enum Observation {
         status: StatusCode,
         headers: HeaderMap,
         parsed: Option<Box<parse::ParsedFeed>>,
-        final_url: Option<Url>,
+        /// Its entries, mapped (and sanitized) before any transaction.
+        items: Vec<MappedItem>,
     },
     Failure {
         status: Option<StatusCode>,
@@ -107,38 +109,54 @@ pub(super) enum Observation {
     },
 }
 
+/// What a pull came to.
+#[derive(Debug)]
+pub enum Pulled {
+    Done(PullReport),
+    /// No room under the limits now (only with [`Patience::Never`]):
+    /// nothing was fetched or recorded.
+    Busy(Busy),
+}
+
+/// The feeds' outbound limits for `TRELLIS_PULL_CONCURRENCY`.
+pub fn limits(concurrency: usize) -> LimitSettings {
+    LimitSettings {
+        in_flight: concurrency.max(1),
+        per_host: PER_HOST,
+        per_host_rate: None,
+    }
+}
+
 pub struct Puller {
     db: DatabaseConnection,
     http: HttpClient,
     settings: PullSettings,
-    slots: Arc<Semaphore>,
-    hosts: HostLimiter,
 }
 
 impl Puller {
     pub fn new(db: DatabaseConnection, http: HttpClient, settings: PullSettings) -> Self {
-        Puller {
-            db,
-            http,
-            slots: Arc::new(Semaphore::new(settings.concurrency.max(1))),
-            settings,
-            hosts: HostLimiter::new(PER_HOST),
-        }
+        Puller { db, http, settings }
     }
 
     pub fn settings(&self) -> &PullSettings {
         &self.settings
     }
 
-    /// Pulls one feed and records the outcome.
-    pub async fn pull(&self, feed_id: i64, mode: PullMode) -> AppResult<PullReport> {
+    /// Pulls one feed and records the outcome; with [`Patience::Never`],
+    /// only if the limits have room for its fetch now.
+    pub async fn pull(
+        &self,
+        feed_id: i64,
+        mode: PullMode,
+        patience: Patience,
+    ) -> AppResult<Pulled> {
         let report =
             |outcome, new_items, error| PullReport::new(feed_id, outcome, new_items, error);
         let Some((feed, state)) = store::feed_with_state(&self.db, feed_id).await? else {
-            return Ok(report(PullOutcome::Gone, 0, None));
+            return Ok(Pulled::Done(report(PullOutcome::Gone, 0, None)));
         };
         if mode == PullMode::Scheduled && feed.suspended {
-            return Ok(report(PullOutcome::Skipped, 0, None));
+            return Ok(Pulled::Done(report(PullOutcome::Skipped, 0, None)));
         }
         let interval = pullpolicy::effective_interval(
             feed.refresh_interval_seconds.map(|s| s.max(1) as u32),
@@ -146,11 +164,11 @@ impl Puller {
         );
         // Whatever goes wrong in fetching, parsing, mapping or storing, the
         // feed's state says so and the feed backs off: a panic included.
-        let attempt = AssertUnwindSafe(self.fetch_and_record(&feed, &state, interval))
+        let attempt = AssertUnwindSafe(self.fetch_and_record(&feed, &state, interval, patience))
             .catch_unwind()
             .await;
         let error = match attempt {
-            Ok(Ok(report)) => return Ok(report),
+            Ok(Ok(pulled)) => return Ok(pulled),
             Ok(Err(error)) => {
                 // What the feed sent could not be stored (the database refused
                 // it): record that as the feed's failure, so it backs off and
@@ -170,6 +188,7 @@ impl Puller {
         };
         self.record(&feed, &state, failure, interval, Utc::now())
             .await
+            .map(Pulled::Done)
     }
 
     async fn fetch_and_record(
@@ -177,15 +196,15 @@ impl Puller {
         feed: &feed::Model,
         state: &feed_fetch_state::Model,
         interval: Duration,
-    ) -> AppResult<PullReport> {
-        let observation = {
-            // The host's turn first: a slot is never held while waiting on a busy host.
-            let _host = self.hosts.acquire(&host_of(&feed.link)).await;
-            let _slot = self.slots.clone().acquire_owned().await;
-            self.fetch(feed, state).await
+        patience: Patience,
+    ) -> AppResult<Pulled> {
+        let (observation, at) = match self.fetch(feed, state, patience).await {
+            Ok(observed) => observed,
+            Err(busy) => return Ok(Pulled::Busy(busy)),
         };
-        self.record(feed, state, observation, interval, Utc::now())
+        self.record(feed, state, observation, interval, at)
             .await
+            .map(Pulled::Done)
     }
 
     /// Records one pull's outcome in one write transaction.
@@ -206,21 +225,8 @@ impl Puller {
                 status,
                 headers,
                 parsed,
-                final_url,
+                items,
             } => {
-                // Relative links resolve against the feed's own URL (where
-                // the last redirect led), as the parser's xml:base does.
-                let base = final_url.or_else(|| Url::parse(&feed.link).ok());
-                let items: Vec<MappedItem> = parsed
-                    .as_ref()
-                    .map(|parsed| {
-                        parsed
-                            .entries
-                            .iter()
-                            .map(|entry| map_entry(entry, base.as_ref(), now))
-                            .collect()
-                    })
-                    .unwrap_or_default();
                 // Entries older than the user's retention would only be
                 // deleted again (and come back unread after that).
                 let horizon = retention::horizon(&txn, feed.user_id, now).await?;
@@ -263,15 +269,29 @@ impl Puller {
         Ok(result)
     }
 
-    async fn fetch(&self, feed: &feed::Model, state: &feed_fetch_state::Model) -> Observation {
-        let fetched = match self.http.get(&feed.link, conditional_headers(state)).await {
+    async fn fetch(
+        &self,
+        feed: &feed::Model,
+        state: &feed_fetch_state::Model,
+        patience: Patience,
+    ) -> Result<(Observation, DateTime<Utc>), Busy> {
+        let fetched = self
+            .http
+            .get_with(patience, &feed.link, conditional_headers(state))
+            .await;
+        // When the feed was checked: what the record says, and the arrival
+        // time of its new (and undated) items.
+        let at = Utc::now();
+        let fetched = match fetched {
             Ok(fetched) => fetched,
+            Err(FetchError::Busy(busy)) => return Err(busy),
             Err(error) => {
-                return Observation::Failure {
+                let failure = Observation::Failure {
                     status: None,
                     retry_after: None,
                     error: error.to_string(),
                 };
+                return Ok((failure, at));
             }
         };
         let Fetched {
@@ -280,12 +300,12 @@ impl Puller {
             url,
             body,
         } = fetched;
-        match status {
+        let observation = match status {
             StatusCode::NOT_MODIFIED => Observation::Success {
                 status,
                 headers,
                 parsed: None,
-                final_url: None,
+                items: Vec::new(),
             },
             status if status.is_success() => match parse::parse_blocking(
                 body,
@@ -294,12 +314,25 @@ impl Puller {
             )
             .await
             {
-                Ok(parsed) => Observation::Success {
-                    status,
-                    headers,
-                    parsed: Some(Box::new(parsed)),
-                    final_url: Some(url),
-                },
+                Ok(parsed) => {
+                    // Relative links resolve against the feed's own URL
+                    // (where the last redirect led), as the parser's
+                    // xml:base does.
+                    match map_blocking(parsed, url, at).await {
+                        Some((parsed, items)) => Observation::Success {
+                            status,
+                            headers,
+                            parsed: Some(Box::new(parsed)),
+                            items,
+                        },
+                        None => Observation::Failure {
+                            status: Some(status),
+                            retry_after: None,
+                            error: "the feed's entries could not be read (see the server log)"
+                                .into(),
+                        },
+                    }
+                }
                 Err(error) => Observation::Failure {
                     status: Some(status),
                     retry_after: None,
@@ -310,7 +343,7 @@ impl Puller {
                 status: Some(status),
                 retry_after: pullpolicy::retry_after_hold(
                     header_str(&headers, header::RETRY_AFTER),
-                    Utc::now(),
+                    at,
                     self.settings.max_backoff,
                 ),
                 error: match status.canonical_reason() {
@@ -318,8 +351,32 @@ impl Puller {
                     None => format!("HTTP {}", status.as_u16()),
                 },
             },
-        }
+        };
+        Ok((observation, at))
     }
+}
+
+/// Maps a parsed feed's entries on the blocking pool: sanitizing a large
+/// feed is CPU work that must not stall an async thread.
+async fn map_blocking(
+    parsed: parse::ParsedFeed,
+    base: Url,
+    now: DateTime<Utc>,
+) -> Option<(parse::ParsedFeed, Vec<MappedItem>)> {
+    let span = tracing::Span::current();
+    let mapped = tokio::task::spawn_blocking(move || {
+        let items = span.in_scope(|| {
+            parsed
+                .entries
+                .iter()
+                .map(|entry| map_entry(entry, Some(&base), now))
+                .collect()
+        });
+        (parsed, items)
+    })
+    .await;
+    // A panic in mapping, or the runtime shutting down.
+    mapped.ok()
 }
 
 /// `If-None-Match` / `If-Modified-Since` from the stored validators.
@@ -396,97 +453,9 @@ pub(super) fn success_update(
     }
 }
 
-fn host_of(link: &str) -> String {
-    Url::parse(link)
-        .ok()
-        .and_then(|url| url.host_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
-/// At most `per_host` permits per host at once; idle hosts are forgotten.
-#[derive(Clone)]
-pub struct HostLimiter {
-    per_host: usize,
-    hosts: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
-}
-
-pub struct HostPermit {
-    permit: Option<OwnedSemaphorePermit>,
-    host: String,
-    limiter: HostLimiter,
-}
-
-impl HostLimiter {
-    pub fn new(per_host: usize) -> Self {
-        HostLimiter {
-            per_host: per_host.max(1),
-            hosts: Arc::default(),
-        }
-    }
-
-    pub async fn acquire(&self, host: &str) -> HostPermit {
-        let semaphore = self
-            .hosts
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .entry(host.to_owned())
-            .or_insert_with(|| Arc::new(Semaphore::new(self.per_host)))
-            .clone();
-        HostPermit {
-            // The semaphore is never closed.
-            permit: semaphore.acquire_owned().await.ok(),
-            host: host.to_owned(),
-            limiter: self.clone(),
-        }
-    }
-
-    #[cfg(test)]
-    fn tracked(&self) -> usize {
-        self.hosts.lock().map(|hosts| hosts.len()).unwrap_or(0)
-    }
-}
-
-impl Drop for HostPermit {
-    fn drop(&mut self) {
-        drop(self.permit.take());
-        let mut hosts = self
-            .limiter
-            .hosts
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        // Only the map holds it: nobody waits on or holds this host.
-        if hosts
-            .get(&self.host)
-            .is_some_and(|semaphore| Arc::strong_count(semaphore) == 1)
-        {
-            hosts.remove(&self.host);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn at_most_two_requests_per_host() {
-        let limiter = HostLimiter::new(PER_HOST);
-        let a1 = limiter.acquire("a.example").await;
-        let _a2 = limiter.acquire("a.example").await;
-        // Another host is not held up.
-        let b1 = limiter.acquire("b.example").await;
-        let third = tokio::time::timeout(Duration::from_millis(50), limiter.acquire("a.example"));
-        assert!(
-            third.await.is_err(),
-            "a third request to one host must wait"
-        );
-        drop(a1);
-        let _a3 = tokio::time::timeout(Duration::from_secs(5), limiter.acquire("a.example"))
-            .await
-            .expect("a freed slot is handed on");
-        drop(b1);
-        assert_eq!(limiter.tracked(), 1, "idle hosts are forgotten");
-    }
 
     fn state() -> feed_fetch_state::Model {
         let at = "2026-11-30T10:00:00Z".parse().unwrap();

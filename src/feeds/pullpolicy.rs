@@ -3,9 +3,10 @@
 //! (status, `Retry-After`, `Cache-Control`, `Expires`) and asks these
 //! functions for `next_check_at`.
 //!
-//! - Skip policy: a periodic pull skips a feed that is suspended, or when
-//!   now is before `retry_after_until` or before `next_check_at`. Manual
-//!   refresh bypasses it.
+//! - When a feed is due ([`due_at`]): never while suspended, else at the
+//!   later of `next_check_at` and `retry_after_until` (unset: now). The
+//!   scheduler's claim runs this rule in SQL (`store::due`, tested through
+//!   the store); a manual refresh bypasses it.
 //! - Success (200/304): `max(interval, retry_after, freshness)`.
 //! - Failure: `max(interval, retry_after, interval × 1.8^failures)`, where
 //!   `failures` already counts this failure.
@@ -25,30 +26,6 @@ pub struct Schedule {
     pub suspended: bool,
     pub next_check_at: Option<DateTime<Utc>>,
     pub retry_after_until: Option<DateTime<Utc>>,
-}
-
-/// Why a periodic pull leaves a feed alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Skip {
-    Suspended,
-    /// The publisher asked us to wait (`Retry-After`) until then.
-    RetryAfter(DateTime<Utc>),
-    /// Not due before then.
-    NotDue(DateTime<Utc>),
-}
-
-/// The skip policy of a periodic pull; `None` means pull now.
-pub fn skip(schedule: &Schedule, now: DateTime<Utc>) -> Option<Skip> {
-    if schedule.suspended {
-        return Some(Skip::Suspended);
-    }
-    if let Some(until) = schedule.retry_after_until.filter(|until| now < *until) {
-        return Some(Skip::RetryAfter(until));
-    }
-    if let Some(at) = schedule.next_check_at.filter(|at| now < *at) {
-        return Some(Skip::NotDue(at));
-    }
-    None
 }
 
 /// When the feed becomes due: the later of `next_check_at` and
@@ -227,41 +204,12 @@ mod tests {
     }
 
     #[test]
-    fn skips_suspended_feeds_whatever_their_schedule() {
+    fn suspended_feeds_are_never_due() {
         let schedule = Schedule {
             suspended: true,
             ..Default::default()
         };
-        assert_eq!(skip(&schedule, now()), Some(Skip::Suspended));
         assert_eq!(due_at(&schedule), None);
-    }
-
-    #[test]
-    fn skips_until_retry_after_then_until_next_check() {
-        let schedule = Schedule {
-            suspended: false,
-            next_check_at: Some(now() + secs(60)),
-            retry_after_until: Some(now() + secs(120)),
-        };
-        assert_eq!(
-            skip(&schedule, now()),
-            Some(Skip::RetryAfter(now() + secs(120)))
-        );
-        let schedule = Schedule {
-            retry_after_until: Some(now() - secs(1)),
-            ..schedule
-        };
-        assert_eq!(skip(&schedule, now()), Some(Skip::NotDue(now() + secs(60))));
-        assert_eq!(
-            skip(&schedule, now() + secs(60)),
-            None,
-            "due exactly at next_check_at"
-        );
-        assert_eq!(
-            skip(&Schedule::default(), now()),
-            None,
-            "never checked: due now"
-        );
     }
 
     #[test]
@@ -280,6 +228,14 @@ mod tests {
             Some(now() + secs(60))
         );
         assert_eq!(due_at(&Schedule::default()), None);
+        assert_eq!(
+            due_at(&Schedule {
+                next_check_at: None,
+                ..schedule
+            }),
+            Some(now() + secs(600)),
+            "a hold before the first check is due when it ends"
+        );
     }
 
     #[test]

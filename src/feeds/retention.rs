@@ -6,18 +6,19 @@
 //! back as unread.
 
 use chrono::{DateTime, Utc};
-use entity::{bookmark, feed_settings, item, task};
+use entity::{bookmark, feed_settings, item};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QuerySelect,
     sea_query::Query,
 };
-use serde_json::json;
+use serde::de::IgnoredAny;
+use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::{
     error::AppResult,
     jobs::{
-        handler::{StageError, StageRun, TaskHandler},
+        handler::{SingleStage, StageError, StageRun},
         model::{NewTask, Queue},
     },
 };
@@ -50,20 +51,17 @@ pub struct RetentionHandler {
 }
 
 #[async_trait::async_trait]
-impl TaskHandler for RetentionHandler {
-    fn kind(&self) -> &'static str {
-        KIND
-    }
+impl SingleStage for RetentionHandler {
+    const KIND: &'static str = KIND;
+    const QUEUE: Queue = Queue::Long;
+    const STAGE: &'static str = "delete-old-read-items";
+    type Payload = IgnoredAny;
 
-    fn queue(&self) -> Queue {
-        Queue::Long
-    }
-
-    fn stages(&self, _task: &task::Model) -> Vec<&'static str> {
-        vec!["delete-old-read-items"]
-    }
-
-    async fn run_stage(&self, run: &mut StageRun<'_>) -> Result<(), StageError> {
+    async fn run(
+        &self,
+        _payload: IgnoredAny,
+        _run: &mut StageRun<'_>,
+    ) -> Result<Value, StageError> {
         let now = Utc::now();
         let users: Vec<(Uuid, i32)> = feed_settings::Entity::find()
             .select_only()
@@ -82,8 +80,7 @@ impl TaskHandler for RetentionHandler {
             )
             .await?;
         }
-        run.result = Some(json!({ "users": users.len(), "items": deleted }));
-        Ok(())
+        Ok(json!({ "users": users.len(), "items": deleted }))
     }
 }
 

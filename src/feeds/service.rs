@@ -19,6 +19,7 @@ use uuid::Uuid;
 use super::{
     FEED_CHANGED, REFRESH_INTERVALS, names,
     opml::{self, ExportFeed, ExportGroup, OpmlFeed},
+    sanitize::sanitize_html,
     search::{SearchLimits, Searcher},
     store,
 };
@@ -125,13 +126,12 @@ impl FeedsService {
 
     // ----- groups -----
 
-    /// The user's default group, created on first use.
+    /// The user's default group (created with the user: migration 000015).
     pub async fn default_group(&self, user: Uuid) -> AppResult<feed_group::Model> {
         default_group_in(&self.db, user).await
     }
 
     pub async fn groups(&self, user: Uuid) -> AppResult<Vec<feed_group::Model>> {
-        self.default_group(user).await?;
         Ok(feed_group::Entity::find()
             .filter(feed_group::Column::UserId.eq(user))
             .order_by_desc(feed_group::Column::IsDefault)
@@ -147,7 +147,6 @@ impl FeedsService {
 
     pub async fn create_group(&self, user: Uuid, name: &str) -> AppResult<feed_group::Model> {
         let name = group_name(name)?;
-        self.default_group(user).await?;
         let now = Utc::now();
         new_group(user, name.clone(), false, now)
             .insert(&self.db)
@@ -743,6 +742,10 @@ impl FeedsService {
             feed_id: Set(snapshot.feed_id),
             link: Set(link.clone()),
             title: Set(bounded("title", snapshot.title.trim(), 1000)?),
+            content_html: Set(Some(sanitize_html(
+                &snapshot.content,
+                Url::parse(&link).ok().as_ref(),
+            ))),
             content: Set(snapshot.content),
             pub_date: Set(snapshot.pub_date),
             feed_name: Set(snapshot.feed_name),
@@ -873,27 +876,15 @@ pub struct SettingsPatch {
     pub mark_read_on_scroll: Option<Option<bool>>,
 }
 
+/// Every user has one, made by the database together with the user (an
+/// `AFTER INSERT` trigger, migration 000015), so reads never create it.
 async fn default_group_in(db: &impl ConnectionTrait, user: Uuid) -> AppResult<feed_group::Model> {
-    let find = || {
-        feed_group::Entity::find()
-            .filter(feed_group::Column::UserId.eq(user))
-            .filter(feed_group::Column::IsDefault.eq(true))
-    };
-    if let Some(group) = find().one(db).await? {
-        return Ok(group);
-    }
-    // A concurrent request may create it first: no error (which would
-    // abort a PostgreSQL transaction), then read whichever row won.
-    feed_group::Entity::insert(new_group(
-        user,
-        DEFAULT_GROUP_NAME.to_owned(),
-        true,
-        Utc::now(),
-    ))
-    .on_conflict(OnConflict::new().do_nothing().to_owned())
-    .exec_without_returning(db)
-    .await?;
-    find().one(db).await?.ok_or(AppError::NotFound("group"))
+    feed_group::Entity::find()
+        .filter(feed_group::Column::UserId.eq(user))
+        .filter(feed_group::Column::IsDefault.eq(true))
+        .one(db)
+        .await?
+        .ok_or_else(|| AppError::internal(anyhow::anyhow!("user {user} has no default feed group")))
 }
 
 /// The user's feed ids (for `feed_id IN (…)`).

@@ -34,7 +34,7 @@ pub struct Settings {
     )]
     pub pull_timeout: u64,
 
-    /// Feed fetches in flight at once in this process (at most 2 per host on top).
+    /// Feed fetches (pulls, discovery) in flight at once in this process (at most 2 per host on top).
     #[arg(
         long,
         env = "TRELLIS_PULL_CONCURRENCY",
@@ -116,6 +116,7 @@ impl Settings {
             }),
             timeout: Duration::from_secs(self.pull_timeout),
             max_body_bytes: self.fetch_max_bytes,
+            limits: super::pull::limits(self.pull_concurrency),
             ..Default::default()
         }
     }

@@ -99,6 +99,7 @@ pub async fn upsert_items(
             link: Set(mapped.link.clone()),
             title: Set(mapped.title.clone()),
             content: Set(mapped.content.clone()),
+            content_html: Set(Some(mapped.content_html.clone())),
             search_title: Set(mapped.search_title.clone()),
             search_body: Set(mapped.search_body.clone()),
             content_hash: Set(content_hash(mapped)),
@@ -118,15 +119,22 @@ pub async fn upsert_items(
                     .update_columns([
                         item::Column::Title,
                         item::Column::Content,
+                        item::Column::ContentHtml,
                         item::Column::SearchTitle,
                         item::Column::SearchBody,
                         item::Column::Link,
                         item::Column::ContentHash,
                         item::Column::UpdatedAt,
                     ])
-                    .action_and_where(Expr::col((item::Entity, item::Column::ContentHash)).ne(
-                        Expr::col((Alias::new("excluded"), item::Column::ContentHash)),
-                    ))
+                    // Changed, or stored before its sanitized HTML was kept.
+                    .action_and_where(
+                        Expr::col((item::Entity, item::Column::ContentHash))
+                            .ne(Expr::col((
+                                Alias::new("excluded"),
+                                item::Column::ContentHash,
+                            )))
+                            .or(Expr::col((item::Entity, item::Column::ContentHtml)).is_null()),
+                    )
                     .to_owned(),
             )
             .exec_without_returning(txn)
@@ -311,7 +319,8 @@ async fn feed_updated_event(
 /// Claims up to `limit` due feeds for the scheduler: their `next_check_at`
 /// moves to `hold` in one conditional UPDATE, so of several schedulers only
 /// one claims a feed. Due means not suspended, `next_check_at` unset or
-/// past, and no `Retry-After` hold in force (the skip policy).
+/// past, and no `Retry-After` hold in force ([`due`]: the scheduler's rule
+/// runs here, in the claim, where the index serves it).
 pub async fn claim_due_feeds(
     db: &DatabaseConnection,
     now: DateTime<Utc>,
@@ -367,13 +376,18 @@ fn by_due_time() -> sea_orm::Select<feed_fetch_state::Entity> {
         .order_by_with_nulls(due_time(), Order::Asc, NullOrdering::First)
 }
 
-/// `max(next_check_at, retry_after_until)` per feed: when it is next due.
+/// When each feed is next due: the later of `next_check_at` and
+/// `retry_after_until`, an unset one not counting (both unset: due now,
+/// NULL) — in SQL what [`pullpolicy::due_at`] says per feed. A hold with no
+/// `next_check_at` (a 429 on the first pull) is due when the hold ends.
 fn due_time() -> SimpleExpr {
     let next = Expr::col(feed_fetch_state::Column::NextCheckAt);
     let hold = Expr::col(feed_fetch_state::Column::RetryAfterUntil);
-    Expr::case(hold.clone().gt(next.clone()), hold)
-        .finally(next)
-        .into()
+    let hold_wins = hold
+        .clone()
+        .is_not_null()
+        .and(next.clone().is_null().or(hold.clone().gt(next.clone())));
+    Expr::case(hold_wins, hold).finally(next).into()
 }
 
 fn due(now: DateTime<Utc>) -> sea_orm::Condition {

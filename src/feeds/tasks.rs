@@ -8,24 +8,27 @@
 
 use std::{sync::Arc, time::Duration};
 
-use entity::{feed, task};
+use entity::feed;
 use futures_util::{StreamExt, stream};
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QuerySelect};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::{
     IMPORT_KIND, PULL_KIND, REFRESH_ALL_KIND,
     opml::OpmlFeed,
-    pull::{PullMode, PullOutcome, Puller},
+    pull::{PullMode, PullOutcome, Pulled, Puller},
     retention,
     service::FeedsService,
 };
-use crate::jobs::{
-    handler::{Registry, StageError, StageRun, TaskHandler},
-    model::Queue,
-    runner::Periodic,
+use crate::{
+    httpc::Patience,
+    jobs::{
+        handler::{Registry, SingleStage, StageError, StageRun},
+        model::Queue,
+        runner::Periodic,
+    },
 };
 
 /// Registers the feed task kinds (sharing one puller) and the hourly retention.
@@ -43,7 +46,7 @@ pub fn register(registry: &mut Registry, db: &DatabaseConnection, puller: Arc<Pu
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct PullPayload {
+pub struct PullPayload {
     feed_id: i64,
     mode: PullMode,
 }
@@ -51,56 +54,54 @@ struct PullPayload {
 pub struct PullHandler(pub Arc<Puller>);
 
 #[async_trait::async_trait]
-impl TaskHandler for PullHandler {
-    fn kind(&self) -> &'static str {
-        PULL_KIND
-    }
+impl SingleStage for PullHandler {
+    const KIND: &'static str = PULL_KIND;
+    const QUEUE: Queue = Queue::Short;
+    const STAGE: &'static str = "pull";
+    type Payload = PullPayload;
 
-    fn queue(&self) -> Queue {
-        Queue::Short
-    }
-
-    fn stages(&self, _task: &task::Model) -> Vec<&'static str> {
-        vec!["pull"]
-    }
-
-    async fn run_stage(&self, run: &mut StageRun<'_>) -> Result<(), StageError> {
-        let payload: PullPayload = serde_json::from_value(run.task.payload.clone())
-            .map_err(|error| StageError::Fail(format!("invalid pull payload: {error}")))?;
-        let report = self.0.pull(payload.feed_id, payload.mode).await?;
+    async fn run(
+        &self,
+        payload: PullPayload,
+        _run: &mut StageRun<'_>,
+    ) -> Result<Value, StageError> {
+        // A busy host or a full pull limit sends the task back to its queue
+        // (not an attempt) rather than keep a q:short worker waiting.
+        let report = match self
+            .0
+            .pull(payload.feed_id, payload.mode, Patience::Never)
+            .await?
+        {
+            Pulled::Done(report) => report,
+            Pulled::Busy(busy) => return Err(StageError::Defer(busy.retry_in)),
+        };
         if report.outcome == PullOutcome::Failed {
             return Err(StageError::Fail(report.error.unwrap_or_default()));
         }
-        run.result = Some(serde_json::to_value(&report).unwrap_or_default());
-        Ok(())
+        Ok(serde_json::to_value(&report).unwrap_or_default())
     }
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RefreshAllPayload {
+pub struct RefreshAllPayload {
     user_id: Uuid,
 }
 
 pub struct RefreshAllHandler(pub Arc<Puller>);
 
 #[async_trait::async_trait]
-impl TaskHandler for RefreshAllHandler {
-    fn kind(&self) -> &'static str {
-        REFRESH_ALL_KIND
-    }
+impl SingleStage for RefreshAllHandler {
+    const KIND: &'static str = REFRESH_ALL_KIND;
+    const QUEUE: Queue = Queue::Medium;
+    const STAGE: &'static str = "pull-all";
+    type Payload = RefreshAllPayload;
 
-    fn queue(&self) -> Queue {
-        Queue::Medium
-    }
-
-    fn stages(&self, _task: &task::Model) -> Vec<&'static str> {
-        vec!["pull-all"]
-    }
-
-    async fn run_stage(&self, run: &mut StageRun<'_>) -> Result<(), StageError> {
-        let payload: RefreshAllPayload = serde_json::from_value(run.task.payload.clone())
-            .map_err(|error| StageError::Fail(format!("invalid refresh payload: {error}")))?;
+    async fn run(
+        &self,
+        payload: RefreshAllPayload,
+        run: &mut StageRun<'_>,
+    ) -> Result<Value, StageError> {
         let ids: Vec<i64> = feed::Entity::find()
             .select_only()
             .column(feed::Column::Id)
@@ -115,14 +116,17 @@ impl TaskHandler for RefreshAllHandler {
         let reports: Vec<_> = stream::iter(ids)
             .map(|id| {
                 let puller = puller.clone();
-                async move { puller.pull(id, PullMode::Manual).await }
+                async move { puller.pull(id, PullMode::Manual, Patience::Wait).await }
             })
             .buffer_unordered(puller.settings().concurrency.max(1) * 2)
             .collect()
             .await;
         let (mut ok, mut failed, mut new_items) = (0u64, 0u64, 0u64);
-        for report in reports {
-            let report = report?;
+        for pulled in reports {
+            // Waiting for its turn, a pull is never turned away.
+            let Pulled::Done(report) = pulled? else {
+                continue;
+            };
             match report.outcome {
                 PullOutcome::Failed => failed += 1,
                 PullOutcome::Gone | PullOutcome::Skipped => {}
@@ -130,16 +134,15 @@ impl TaskHandler for RefreshAllHandler {
             }
             new_items += report.new_items;
         }
-        run.result = Some(
+        Ok(
             json!({ "feeds": ok + failed, "succeeded": ok, "failed": failed, "newItems": new_items }),
-        );
-        Ok(())
+        )
     }
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ImportPayload {
+pub struct ImportPayload {
     user_id: Uuid,
     feeds: Vec<OpmlFeed>,
 }
@@ -149,25 +152,19 @@ struct ImportPayload {
 pub struct ImportHandler(pub FeedsService);
 
 #[async_trait::async_trait]
-impl TaskHandler for ImportHandler {
-    fn kind(&self) -> &'static str {
-        IMPORT_KIND
-    }
+impl SingleStage for ImportHandler {
+    const KIND: &'static str = IMPORT_KIND;
+    const QUEUE: Queue = Queue::Medium;
+    const STAGE: &'static str = "import";
+    type Payload = ImportPayload;
 
-    fn queue(&self) -> Queue {
-        Queue::Medium
-    }
-
-    fn stages(&self, _task: &task::Model) -> Vec<&'static str> {
-        vec!["import"]
-    }
-
-    async fn run_stage(&self, run: &mut StageRun<'_>) -> Result<(), StageError> {
-        let payload: ImportPayload = serde_json::from_value(run.task.payload.clone())
-            .map_err(|error| StageError::Fail(format!("invalid import payload: {error}")))?;
+    async fn run(
+        &self,
+        payload: ImportPayload,
+        _run: &mut StageRun<'_>,
+    ) -> Result<Value, StageError> {
         // Re-running after a crash finds the feeds already there: they are skipped.
         let report = self.0.import_feeds(payload.user_id, payload.feeds).await?;
-        run.result = Some(serde_json::to_value(&report).unwrap_or_default());
-        Ok(())
+        Ok(serde_json::to_value(&report).unwrap_or_default())
     }
 }

@@ -16,9 +16,14 @@
 //! - at most `max_redirects` redirects; no proxies from the environment;
 //! - the body is streamed and refused beyond `max_body_bytes` (after
 //!   gzip/br decoding, so a small compressed bomb fails the same way);
-//! - a total timeout and a connect timeout; a `User-Agent` naming Trellis.
+//! - a total timeout and a connect timeout; a `User-Agent` naming Trellis;
+//! - its [`limits`]: requests at once in all and per host, and a rate per
+//!   host; a request waits for its turn, or with [`Patience::Never`] is
+//!   refused at once with [`FetchError::Busy`] (for work in a worker slot,
+//!   which goes back to its queue instead of holding the slot).
 
 pub mod guard;
+pub mod limits;
 
 use std::{error::Error as StdError, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -31,7 +36,10 @@ use reqwest::{
 use url::Url;
 
 pub use self::guard::Destination;
-use self::guard::Refusal;
+use self::{
+    guard::Refusal,
+    limits::{Busy, LimitSettings, Limits},
+};
 
 pub const USER_AGENT: &str = concat!(
     "Trellis/",
@@ -48,6 +56,8 @@ pub struct HttpSettings {
     pub connect_timeout: Duration,
     pub max_redirects: usize,
     pub max_body_bytes: usize,
+    /// How hard it may press, in all and per host.
+    pub limits: LimitSettings,
 }
 
 impl Default for HttpSettings {
@@ -58,6 +68,7 @@ impl Default for HttpSettings {
             connect_timeout: Duration::from_secs(10),
             max_redirects: 5,
             max_body_bytes: 15 * 1024 * 1024,
+            limits: LimitSettings::default(),
         }
     }
 }
@@ -79,6 +90,9 @@ pub enum FetchError {
     Connect(String),
     #[error("request failed: {0}")]
     Transport(String),
+    /// Only with [`Patience::Never`]: nothing was sent.
+    #[error("the host is busy; try again in {:?}", .0.retry_in)]
+    Busy(Busy),
 }
 
 /// A response whose body was read in full (within the cap).
@@ -95,6 +109,15 @@ pub struct Fetched {
 pub struct HttpClient {
     client: reqwest::Client,
     settings: Arc<HttpSettings>,
+    limits: Arc<Limits>,
+}
+
+/// Whether a request waits for its turn under the client's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Patience {
+    Wait,
+    /// No room now: [`FetchError::Busy`] at once, nothing sent.
+    Never,
 }
 
 impl HttpClient {
@@ -124,6 +147,7 @@ impl HttpClient {
             .build()?;
         Ok(HttpClient {
             client,
+            limits: Limits::new(settings.limits),
             settings: Arc::new(settings),
         })
     }
@@ -136,6 +160,16 @@ impl HttpClient {
     /// to the cap). Any HTTP status is a response, not an error.
     pub async fn get(&self, url: &str, headers: HeaderMap) -> Result<Fetched, FetchError> {
         self.request(Method::GET, url, headers, None).await
+    }
+
+    /// [`HttpClient::get`], waiting for its turn or not.
+    pub async fn get_with(
+        &self,
+        patience: Patience,
+        url: &str,
+        headers: HeaderMap,
+    ) -> Result<Fetched, FetchError> {
+        self.send(patience, Method::GET, url, headers, None).await
     }
 
     /// Sends `body` as JSON (`Content-Type: application/json`) with `method`.
@@ -163,8 +197,25 @@ impl HttpClient {
         headers: HeaderMap,
         body: Option<Vec<u8>>,
     ) -> Result<Fetched, FetchError> {
+        self.send(Patience::Wait, method, url, headers, body).await
+    }
+
+    async fn send(
+        &self,
+        patience: Patience,
+        method: Method,
+        url: &str,
+        headers: HeaderMap,
+        body: Option<Vec<u8>>,
+    ) -> Result<Fetched, FetchError> {
         let url = Url::parse(url).map_err(|error| FetchError::InvalidUrl(error.to_string()))?;
         self.settings.destination.check_url(&url)?;
+        let host = url.host_str().unwrap_or_default().to_owned();
+        // Held until the whole body is read: the request is in flight till then.
+        let _turn = match patience {
+            Patience::Wait => self.limits.turn(&host).await,
+            Patience::Never => self.limits.try_turn(&host).map_err(FetchError::Busy)?,
+        };
         let mut request = self.client.request(method, url).headers(headers);
         if let Some(body) = body {
             request = request.body(body);

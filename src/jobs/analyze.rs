@@ -10,13 +10,12 @@
 
 use std::time::Duration;
 
-use entity::task;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, Statement};
-use serde::Serialize;
-use serde_json::json;
+use serde::{Serialize, de::IgnoredAny};
+use serde_json::{Value, json};
 
 use super::{
-    handler::{StageError, StageRun, TaskHandler},
+    handler::{SingleStage, StageError, StageRun},
     model::{NewTask, Queue},
 };
 use crate::error::AppResult;
@@ -106,23 +105,15 @@ struct Report<'a> {
 pub struct AnalyzeHandler;
 
 #[async_trait::async_trait]
-impl TaskHandler for AnalyzeHandler {
-    fn kind(&self) -> &'static str {
-        KIND
-    }
+impl SingleStage for AnalyzeHandler {
+    const KIND: &'static str = KIND;
+    const QUEUE: Queue = Queue::Long;
+    const STAGE: &'static str = "analyze";
+    type Payload = IgnoredAny;
 
-    fn queue(&self) -> Queue {
-        Queue::Long
-    }
-
-    fn stages(&self, _task: &task::Model) -> Vec<&'static str> {
-        vec!["analyze"]
-    }
-
-    async fn run_stage(&self, run: &mut StageRun<'_>) -> Result<(), StageError> {
+    async fn run(&self, _payload: IgnoredAny, run: &mut StageRun<'_>) -> Result<Value, StageError> {
         if run.db.get_database_backend() != DbBackend::Postgres {
-            run.result = Some(json!({ "analyzed": [] }));
-            return Ok(());
+            return Ok(json!({ "analyzed": [] }));
         }
         let tables = activity(run.db).await?;
         let stale = stale(&tables);
@@ -133,8 +124,7 @@ impl TaskHandler for AnalyzeHandler {
                 .execute_raw(Statement::from_string(DbBackend::Postgres, sql))
                 .await?;
         }
-        run.result = Some(serde_json::to_value(Report { analyzed: stale }).unwrap_or_default());
-        Ok(())
+        Ok(serde_json::to_value(Report { analyzed: stale }).unwrap_or_default())
     }
 }
 

@@ -211,7 +211,16 @@ fn release(db: &DatabaseConnection, claimer: &Claimer, task: task::Model) {
     let worker = claimer.worker.clone();
     let dispatcher = claimer.dispatcher.clone();
     tokio::spawn(async move {
-        match store::finish(&db, task.id, &worker, Finish::Release).await {
+        match store::finish(
+            &db,
+            task.id,
+            &worker,
+            Finish::Release {
+                run_at: chrono::Utc::now(),
+            },
+        )
+        .await
+        {
             Ok(Some(released)) => dispatcher.announce(&[released]).await,
             Ok(None) => {}
             // Its lease runs out unrenewed and the reaper requeues it.

@@ -9,6 +9,7 @@ use std::{collections::HashMap, sync::Arc};
 
 use entity::task;
 use sea_orm::{DatabaseConnection, DatabaseTransaction};
+use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::Value;
 
 use super::{model::Queue, runner::Periodic, store};
@@ -28,6 +29,10 @@ pub enum StageError {
     LeaseLost,
     /// Cancellation was requested; this stage's work is discarded.
     Cancelled,
+    /// Not now (a busy upstream the handler would otherwise wait for):
+    /// back to the queue for this long, nothing written, the attempt not
+    /// counted — so waiting never holds a worker slot.
+    Defer(std::time::Duration),
 }
 
 impl From<sea_orm::DbErr> for StageError {
@@ -136,6 +141,49 @@ pub trait TaskHandler: Send + Sync + 'static {
         true
     }
     async fn run_stage(&self, run: &mut StageRun<'_>) -> Result<(), StageError>;
+}
+
+/// A task kind of one stage: its kind, queue and stage name are constants
+/// and its payload is typed. Every such kind gets [`TaskHandler`] from the
+/// impl below: an unreadable payload fails the task at once (retrying
+/// cannot fix it), and what [`SingleStage::run`] returns is the task's
+/// `result`.
+#[async_trait::async_trait]
+pub trait SingleStage: Send + Sync + 'static {
+    const KIND: &'static str;
+    const QUEUE: Queue;
+    /// The name of its one stage (shown as the task's `stage`).
+    const STAGE: &'static str;
+    /// The task's payload; `serde::de::IgnoredAny` when it has none.
+    type Payload: DeserializeOwned + Send;
+    /// The stage's work; what it returns becomes the task's `result`.
+    async fn run(
+        &self,
+        payload: Self::Payload,
+        run: &mut StageRun<'_>,
+    ) -> Result<Value, StageError>;
+}
+
+#[async_trait::async_trait]
+impl<T: SingleStage> TaskHandler for T {
+    fn kind(&self) -> &'static str {
+        T::KIND
+    }
+
+    fn queue(&self) -> Queue {
+        T::QUEUE
+    }
+
+    fn stages(&self, _task: &task::Model) -> Vec<&'static str> {
+        vec![T::STAGE]
+    }
+
+    async fn run_stage(&self, run: &mut StageRun<'_>) -> Result<(), StageError> {
+        let payload = T::Payload::deserialize(&run.task.payload)
+            .map_err(|error| StageError::Fail(format!("invalid {} payload: {error}", T::KIND)))?;
+        run.result = Some(self.run(payload, run).await?);
+        Ok(())
+    }
 }
 
 /// The handlers this process can run, by kind, and the periodic jobs.

@@ -70,8 +70,11 @@ pub enum Finish {
         error: String,
         run_at: DateTime<Utc>,
     },
-    /// Back to the queue at once, the attempt not counted (shutdown).
-    Release,
+    /// Back to the queue, not before `run_at`, the attempt not counted
+    /// (shutdown: at once; a deferred stage: when it asked).
+    Release {
+        run_at: DateTime<Utc>,
+    },
 }
 
 /// Backoff knobs.

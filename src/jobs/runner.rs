@@ -217,6 +217,8 @@ async fn run_task(
     heartbeat.abort();
 
     let mut handed = None;
+    // Released (shutdown, a deferred stage): back in the queue, not a retry.
+    let released = matches!(outcome, End::Outcome(Finish::Release { .. }));
     let ended = match outcome {
         End::Outcome(outcome) => record_outcome(jobs, task.id, &settings.worker_id, outcome)
             .await
@@ -242,7 +244,7 @@ async fn run_task(
                 metrics::histogram!("trellis_task_run_seconds", "queue" => queue.clone(), "status" => ended.status.as_str())
                     .record((finished - started).to_std().unwrap_or_default().as_secs_f64());
             }
-            if ended.status == TaskStatus::Queued {
+            if ended.status == TaskStatus::Queued && !released {
                 metrics::counter!("trellis_task_retries_total", "queue" => queue.clone())
                     .increment(1);
             }
@@ -344,7 +346,7 @@ async fn run_stages(
             return End::Outcome(Finish::Cancelled);
         }
         if *stop.borrow() {
-            return End::Outcome(Finish::Release);
+            return End::Outcome(Finish::Release { run_at: Utc::now() });
         }
         let mut run = StageRun {
             task,
@@ -398,6 +400,11 @@ async fn run_stages(
             Err(StageError::Cancelled) => return End::Outcome(Finish::Cancelled),
             Err(StageError::Superseded) => return End::Outcome(Finish::Superseded),
             Err(StageError::Fail(message)) => return End::Outcome(Finish::Failed(message)),
+            Err(StageError::Defer(wait)) => {
+                let run_at = Utc::now()
+                    + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::seconds(1));
+                return End::Outcome(Finish::Release { run_at });
+            }
             Err(StageError::Retry(error)) => {
                 let message = format!("{error:#}");
                 tracing::info!(task_id = %task.id, stage = stages[index], attempt = task.attempt_count, error = %message, "stage failed");

@@ -791,7 +791,7 @@ pub fn outcome_update(outcome: &Finish, now: DateTime<Utc>) -> sea_orm::UpdateMa
             )
             .col_expr(task::Column::Error, Expr::value(error.clone()))
             .col_expr(task::Column::RunAt, Expr::value(*run_at)),
-        Finish::Release => release
+        Finish::Release { run_at } => release
             .col_expr(
                 task::Column::Status,
                 Expr::value(TaskStatus::Queued.as_str()),
@@ -800,7 +800,7 @@ pub fn outcome_update(outcome: &Finish, now: DateTime<Utc>) -> sea_orm::UpdateMa
                 task::Column::AttemptCount,
                 Expr::col(task::Column::AttemptCount).sub(1),
             )
-            .col_expr(task::Column::RunAt, Expr::value(now)),
+            .col_expr(task::Column::RunAt, Expr::value(*run_at)),
     }
 }
 

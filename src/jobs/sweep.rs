@@ -9,10 +9,11 @@ use std::time::Duration;
 use chrono::Utc;
 use entity::task;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
-use serde_json::json;
+use serde::de::IgnoredAny;
+use serde_json::{Value, json};
 
 use super::{
-    handler::{StageError, StageRun, TaskHandler},
+    handler::{SingleStage, StageError, StageRun},
     model::{NewTask, Queue},
     outbox, store,
 };
@@ -40,20 +41,13 @@ fn cutoff(keep: Duration) -> chrono::DateTime<Utc> {
 }
 
 #[async_trait::async_trait]
-impl TaskHandler for SweepHandler {
-    fn kind(&self) -> &'static str {
-        KIND
-    }
+impl SingleStage for SweepHandler {
+    const KIND: &'static str = KIND;
+    const QUEUE: Queue = Queue::Long;
+    const STAGE: &'static str = "sweep";
+    type Payload = IgnoredAny;
 
-    fn queue(&self) -> Queue {
-        Queue::Long
-    }
-
-    fn stages(&self, _task: &task::Model) -> Vec<&'static str> {
-        vec!["sweep"]
-    }
-
-    async fn run_stage(&self, run: &mut StageRun<'_>) -> Result<(), StageError> {
+    async fn run(&self, _payload: IgnoredAny, run: &mut StageRun<'_>) -> Result<Value, StageError> {
         let keys = store::sweep_idempotency_keys(&self.db).await?;
         let events =
             outbox::delete_published_before(&self.db, cutoff(self.retention.outbox)).await?;
@@ -63,8 +57,6 @@ impl TaskHandler for SweepHandler {
             .exec(&self.db)
             .await?
             .rows_affected;
-        run.result =
-            Some(json!({ "idempotencyKeys": keys, "outboxEvents": events, "tasks": tasks }));
-        Ok(())
+        Ok(json!({ "idempotencyKeys": keys, "outboxEvents": events, "tasks": tasks }))
     }
 }

@@ -27,7 +27,7 @@ use crate::{
     auth::ratelimit::Realm,
     error::{AppError, AppResult},
     feeds::{
-        sanitize::sanitize_html,
+        sanitize::item_html,
         service::{FeedsService, ItemPage, ItemState, ReadScope},
     },
     http::client::RequestMeta,
@@ -190,18 +190,13 @@ async fn respond(
             .await?
             .into_iter()
             .map(|item| {
-                // Served like GraphQL's `content`: sanitized, links made absolute.
-                let base = item
-                    .link
-                    .as_deref()
-                    .or(links.get(&item.feed_id).map(String::as_str))
-                    .and_then(|link| url::Url::parse(link).ok());
                 json!({
                     "id": item.id,
                     "feed_id": item.feed_id,
                     "title": item.title,
                     "author": "",
-                    "html": sanitize_html(&item.content, base.as_ref()),
+                    // Served like GraphQL's `content`.
+                    "html": item_html(&item, links.get(&item.feed_id).map(String::as_str)),
                     "url": item.link.unwrap_or_default(),
                     "is_saved": i32::from(item.starred),
                     "is_read": i32::from(!item.unread),

@@ -580,11 +580,6 @@ async fn contents(
                 categories.push(STARRED.to_owned());
             }
             let link = item.link.clone().unwrap_or_default();
-            let base = item
-                .link
-                .as_deref()
-                .or(source.map(|f| f.link.as_str()))
-                .and_then(|link| url::Url::parse(link).ok());
             json!({
                 "id": long_item_id(item.id),
                 "crawlTimeMsec": item.arrived_at.timestamp_millis().to_string(),
@@ -594,7 +589,7 @@ async fn contents(
                 "title": item.title,
                 "canonical": [{ "href": link }],
                 "alternate": [{ "href": link, "type": "text/html" }],
-                "summary": { "direction": "ltr", "content": crate::feeds::sanitize::sanitize_html(&item.content, base.as_ref()) },
+                "summary": { "direction": "ltr", "content": crate::feeds::sanitize::item_html(&item, source.map(|f| f.link.as_str())) },
                 "categories": categories,
                 "origin": {
                     "streamId": format!("feed/{}", item.feed_id),

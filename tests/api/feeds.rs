@@ -18,6 +18,7 @@ use crate::{
 on_both_backends!(
     nested_lists_are_priced_by_their_size,
     every_format_is_pulled_sanitized_and_listed,
+    content_is_sanitized_once_when_stored,
     conditional_get_304_keeps_validators,
     failing_feed_backs_off_and_recovers,
     retry_after_in_seconds_and_as_a_date_holds_the_feed,
@@ -28,6 +29,9 @@ on_both_backends!(
     two_users_never_see_each_others_data,
     bookmark_survives_its_feeds_deletion,
     groups_read_state_and_stars,
+    the_default_group_comes_with_the_user_and_reads_write_nothing,
+    users_from_before_the_rule_get_their_default_group,
+    a_hold_before_the_first_check_is_due_when_it_ends,
     scheduler_pulls_new_feeds_and_subscribers_hear_it,
     settings_round_trip,
     opml_round_trip,
@@ -47,6 +51,8 @@ mod limits {
         super::pulls_respect_the_global_and_per_host_limits().await
     }
 }
+
+crate::on_every_runner!(a_hanging_publisher_never_keeps_resource_tasks_waiting);
 
 mod ssrf {
     #[tokio::test]
@@ -123,6 +129,28 @@ impl<'a> Reader<'a> {
             )
             .await;
         self.wait(data["refreshFeed"]["id"].as_str().unwrap()).await
+    }
+
+    /// Creates `feeds` (`CreateFeedInput`s) and asks for a refresh of each,
+    /// without waiting; returns the refresh tasks' ids.
+    pub(crate) async fn refresh_each(&self, feeds: Vec<Value>) -> Vec<String> {
+        let created = self
+            .data(
+                "mutation($i: [CreateFeedInput!]!) { createFeeds(input: $i) { id } }",
+                json!({ "i": feeds }),
+            )
+            .await;
+        let mut tasks = Vec::new();
+        for feed in created["createFeeds"].as_array().unwrap() {
+            let task = self
+                .data(
+                    "mutation($id: ID!) { refreshFeed(id: $id) { id } }",
+                    json!({ "id": feed["id"] }),
+                )
+                .await;
+            tasks.push(task["refreshFeed"]["id"].as_str().unwrap().to_owned());
+        }
+        tasks
     }
 
     pub(crate) async fn refresh_all(&self) -> Value {
@@ -852,6 +880,186 @@ async fn bookmark_survives_its_feeds_deletion(backend: Backend) {
     assert_eq!(list["bookmarks"]["edges"].as_array().unwrap().len(), 2);
 }
 
+/// The user's default feed groups, read straight from the database.
+async fn default_groups(db: &sea_orm::DatabaseConnection, user: uuid::Uuid) -> Vec<String> {
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+    entity::feed_group::Entity::find()
+        .filter(entity::feed_group::Column::UserId.eq(user))
+        .filter(entity::feed_group::Column::IsDefault.eq(true))
+        .all(db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|group| group.name)
+        .collect()
+}
+
+/// Every user has their default group from the moment the user exists,
+/// however the user was made; listing groups writes nothing.
+async fn the_default_group_comes_with_the_user_and_reads_write_nothing(backend: Backend) {
+    use sea_orm::{EntityTrait, PaginatorTrait};
+    let app = app(backend).await;
+    let db = app.database().await;
+    let admin = app.admin().await;
+    let ada = app.member("ada").await;
+    let me = app
+        .gql("{ me { id } }", json!({}))
+        .bearer(&ada.access)
+        .send()
+        .await;
+    let ada_id: uuid::Uuid = me.data()["me"]["id"].as_str().unwrap().parse().unwrap();
+    // Before any feeds request of hers: made with the account.
+    assert_eq!(
+        default_groups(&db, ada_id).await,
+        [trellis::feeds::service::DEFAULT_GROUP_NAME]
+    );
+    let rows_before = entity::feed_group::Entity::find().count(&db).await.unwrap();
+    assert_eq!(rows_before, 2, "the first admin's and ada's");
+    let listed = app
+        .gql("{ groups { name isDefault } }", json!({}))
+        .bearer(&admin.access)
+        .send()
+        .await;
+    assert_eq!(
+        listed.data()["groups"],
+        json!([{ "name": "Default", "isDefault": true }])
+    );
+    assert_eq!(
+        entity::feed_group::Entity::find().count(&db).await.unwrap(),
+        rows_before
+    );
+}
+
+/// The scheduler's rule, as the database runs it: a feed is due when its
+/// `next_check_at` is unset or past and no `Retry-After` hold is in force;
+/// suspended feeds never are. A hold set before the first check (a 429 on
+/// the first pull) makes the feed due when the hold ends, not now — so the
+/// scheduler neither pulls it early nor sleeps past an earlier feed.
+async fn a_hold_before_the_first_check_is_due_when_it_ends(backend: Backend) {
+    use migration::MigratorTrait;
+    use sea_orm::{ActiveModelTrait, Set};
+    use trellis::feeds::store::{claim_due_feeds, earliest_due};
+    let dir = tempfile::tempdir().unwrap();
+    let database = crate::helpers::TestDatabase::create(backend, dir.path()).await;
+    let db = sea_orm::Database::connect(&database.url).await.unwrap();
+    migration::Migrator::up(&db, None).await.unwrap();
+    let now: DateTime<Utc> = "2026-12-02T12:00:00Z".parse().unwrap();
+    let minutes = |n: i64| now + chrono::Duration::minutes(n);
+    let user = entity::user::ActiveModel {
+        id: Set(uuid::Uuid::now_v7()),
+        username: Set("ada".to_owned()),
+        password_hash: Set("not a hash".to_owned()),
+        role: Set(entity::user::Role::Member),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(&db)
+    .await
+    .unwrap();
+    let group = {
+        use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+        entity::feed_group::Entity::find()
+            .filter(entity::feed_group::Column::UserId.eq(user.id))
+            .one(&db)
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    let feed = |name: &str, suspended: bool, next: Option<i64>, hold: Option<i64>| {
+        let db = db.clone();
+        let name = name.to_owned();
+        async move {
+            let feed = entity::feed::ActiveModel {
+                user_id: Set(user.id),
+                group_id: Set(group.id),
+                name: Set(name.clone()),
+                link: Set(format!("https://example.com/{name}.xml")),
+                site_url: Set(None),
+                suspended: Set(suspended),
+                refresh_interval_seconds: Set(None),
+                created_at: Set(now),
+                updated_at: Set(now),
+                ..Default::default()
+            }
+            .insert(&db)
+            .await
+            .unwrap();
+            entity::feed_fetch_state::ActiveModel {
+                feed_id: Set(feed.id),
+                etag: Set(None),
+                last_modified: Set(None),
+                cache_control: Set(None),
+                expires_at: Set(None),
+                last_checked_at: Set(None),
+                next_check_at: Set(next.map(minutes)),
+                last_http_status: Set(None),
+                retry_after_until: Set(hold.map(minutes)),
+                last_success_at: Set(None),
+                last_error_at: Set(None),
+                last_error: Set(None),
+                consecutive_failures: Set(0),
+                updated_at: Set(now),
+            }
+            .insert(&db)
+            .await
+            .unwrap();
+            feed.id
+        }
+    };
+    let held = feed("held", false, None, Some(60)).await;
+    let later = feed("later", false, Some(10), None).await;
+    feed("suspended", true, None, None).await;
+
+    assert_eq!(
+        earliest_due(&db).await.unwrap(),
+        Some(minutes(10)),
+        "the earliest feed is the one due in 10 minutes, not the held one"
+    );
+    let claimed = |at: i64| {
+        let db = db.clone();
+        async move {
+            let claimed = claim_due_feeds(&db, minutes(at), minutes(at + 180), 10)
+                .await
+                .unwrap();
+            let mut ids: Vec<i64> = claimed.into_iter().map(|(id, _)| id).collect();
+            ids.sort();
+            ids
+        }
+    };
+    assert_eq!(claimed(0).await, Vec::<i64>::new(), "nothing is due yet");
+    assert_eq!(claimed(11).await, [later]);
+    assert_eq!(earliest_due(&db).await.unwrap(), Some(minutes(60)));
+    assert_eq!(claimed(59).await, Vec::<i64>::new(), "still held");
+    assert_eq!(claimed(61).await, [held]);
+}
+
+/// Accounts made before the default group came with the user get theirs
+/// when the database is migrated; accounts made after get theirs at once.
+async fn users_from_before_the_rule_get_their_default_group(backend: Backend) {
+    use migration::MigratorTrait;
+    use sea_orm::{ActiveModelTrait, Set};
+    let dir = tempfile::tempdir().unwrap();
+    let database = crate::helpers::TestDatabase::create(backend, dir.path()).await;
+    let db = sea_orm::Database::connect(&database.url).await.unwrap();
+    let user = |name: &str| entity::user::ActiveModel {
+        id: Set(uuid::Uuid::now_v7()),
+        username: Set(name.to_owned()),
+        password_hash: Set("not a hash".to_owned()),
+        role: Set(entity::user::Role::Member),
+        created_at: Set(Utc::now()),
+        updated_at: Set(Utc::now()),
+    };
+    // Up to the migration before the rule.
+    migration::Migrator::up(&db, Some(14)).await.unwrap();
+    let old = user("old").insert(&db).await.unwrap();
+    assert!(default_groups(&db, old.id).await.is_empty());
+    migration::Migrator::up(&db, None).await.unwrap();
+    assert_eq!(default_groups(&db, old.id).await, ["Default"]);
+    let new = user("new").insert(&db).await.unwrap();
+    assert_eq!(default_groups(&db, new.id).await, ["Default"]);
+    assert_eq!(default_groups(&db, old.id).await, ["Default"], "still one");
+}
+
 async fn groups_read_state_and_stars(backend: Backend) {
     let app = app(backend).await;
     let server = FeedServer::start().await;
@@ -1459,34 +1667,135 @@ async fn pulls_respect_the_global_and_per_host_limits() {
         );
         feeds.push(json!({ "link": server.url_on(n % 4, &path), "suspended": true }));
     }
-    ada.data(
-        "mutation($i: [CreateFeedInput!]!) { createFeeds(input: $i) { id } }",
-        json!({ "i": feeds }),
-    )
-    .await;
     // Suspended feeds are left alone by the scheduler; manual refreshes are not.
-    let ids: Vec<Value> = ada.data("{ feeds { id } }", json!({})).await["feeds"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|feed| feed["id"].clone())
-        .collect();
-    let mut tasks = Vec::new();
-    for id in &ids {
-        let task = ada
-            .data(
-                "mutation($id: ID!) { refreshFeed(id: $id) { id } }",
-                json!({ "id": id }),
-            )
-            .await;
-        tasks.push(task["refreshFeed"]["id"].as_str().unwrap().to_owned());
-    }
+    let tasks = ada.refresh_each(feeds).await;
     for task in &tasks {
         assert_eq!(ada.wait(task).await["status"], "SUCCEEDED");
     }
     let (total, per_host) = server.max_in_flight();
     assert_eq!(total, 3, "global limit: at most 3 at once, and reached");
     assert!(per_host <= 2, "per-host limit: {per_host} at once");
+}
+
+/// Pulls waiting for a busy host do not sit in `q:short` worker slots: with
+/// three workers and a publisher that hangs its two allowed requests, four
+/// more pulls of that host queue up — and a resource task still runs at
+/// once. When the publisher answers, every pull ends, never more than two
+/// at once against the host.
+async fn a_hanging_publisher_never_keeps_resource_tasks_waiting(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        AppOptions::default()
+            .env("TRELLIS_ALLOW_PRIVATE_FEEDS", "true")
+            .env("TRELLIS_QUEUE_SHORT_CONCURRENCY", "3")
+            .env("TRELLIS_TASK_POLL_MS", "50"),
+    )
+    .await;
+    let server = FeedServer::start().await;
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let ada = Reader::new(&app, "ada").await;
+    let mut feeds = Vec::new();
+    for n in 0..6 {
+        let path = format!("/hanging-{n}.xml");
+        server.set(
+            &path,
+            Route {
+                gate: Some(gate.clone()),
+                ..Route::rss(rss2("Hanging", &[("h", "H", "h")]))
+            },
+        );
+        feeds.push(json!({ "link": server.url(&path), "suspended": true }));
+    }
+    let pulls = ada.refresh_each(feeds).await;
+    server.wait_answering(2).await;
+
+    let response = app
+        .client
+        .post(app.url("/resources"))
+        .bearer_auth(&ada.token)
+        .header("Idempotency-Key", uuid::Uuid::new_v4().to_string())
+        .json(&json!({ "attributes": {
+            "region": "eu", "zone": "a", "cluster": "k1", "namespace": "shop",
+            "service": "cart", "instance": "i-1", "health": 0, "cpu": 1.0,
+        } }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 202);
+    let resource_task: Value = response.json().await.unwrap();
+    let resource_task = resource_task["task_id"].as_str().unwrap();
+    let done = crate::jobs::wait_terminal(&app, &ada.token, resource_task).await;
+    assert_eq!(done["status"], "SUCCEEDED", "{done}");
+    // The publisher has answered nothing yet: every pull is still waiting.
+    assert_eq!(server.answering(), 2);
+    for pull in &pulls {
+        let status = ada
+            .data(
+                "query($id: ID!) { task(id: $id) { status } }",
+                json!({ "id": pull }),
+            )
+            .await["task"]["status"]
+            .clone();
+        assert!(status == "QUEUED" || status == "RUNNING", "{status}");
+    }
+
+    gate.add_permits(pulls.len());
+    for pull in &pulls {
+        let task = ada.wait(pull).await;
+        assert_eq!(task["status"], "SUCCEEDED", "{task}");
+        assert_eq!(
+            task["attemptCount"], 1,
+            "a deferral is not an attempt: {task}"
+        );
+    }
+    let (_, per_host) = server.max_in_flight();
+    assert_eq!(per_host, 2, "the host's limit held, and was reached");
+}
+
+/// Item HTML is sanitized when the item is stored, not on every read: the
+/// stored row carries it beside the raw content. A row stored before that
+/// (no sanitized HTML) is still served sanitized, and the next pull fills
+/// it in.
+async fn content_is_sanitized_once_when_stored(backend: Backend) {
+    use sea_orm::{ConnectionTrait, EntityTrait};
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+    let raw = r#"<p onclick="steal()">Hi <a href="/about">about</a></p><script>alert(1)</script>"#;
+    let feed = ada
+        .pull_new(
+            &server,
+            "/dirty.xml",
+            Route::rss(rss2("Dirty", &[("d1", "Dirty", raw)])),
+        )
+        .await;
+    let db = app.database().await;
+    let stored = || async {
+        let rows = entity::item::Entity::find().all(&db).await.unwrap();
+        assert_eq!(rows.len(), 1);
+        rows.into_iter().next().unwrap()
+    };
+    let row = stored().await;
+    assert_eq!(row.content, raw, "the raw content is kept as published");
+    let html = row.content_html.expect("sanitized when stored");
+    assert!(
+        !html.contains("script") && !html.contains("onclick"),
+        "{html}"
+    );
+    assert!(html.contains(&server.url("/about")), "{html}");
+    assert_eq!(ada.items(json!({})).await[0]["content"], html.as_str());
+
+    // As a row from before the column existed.
+    db.execute_unprepared("UPDATE items SET content_html = NULL")
+        .await
+        .unwrap();
+    assert_eq!(
+        ada.items(json!({})).await[0]["content"],
+        html.as_str(),
+        "served sanitized all the same"
+    );
+    assert_eq!(ada.refresh(&feed).await["status"], "SUCCEEDED");
+    assert_eq!(stored().await.content_html.as_deref(), Some(html.as_str()));
 }
 
 async fn hostile_publishers_cannot_break_the_worker(backend: Backend) {

@@ -17,6 +17,7 @@ use axum::{
     http::{HeaderMap, StatusCode, header},
     response::Response,
 };
+use tokio::sync::{Semaphore, watch};
 
 #[derive(Clone, Debug)]
 pub struct Route {
@@ -29,6 +30,9 @@ pub struct Route {
     /// Send `ETag` again on a 304 (real servers may omit it).
     pub etag_on_304: bool,
     pub delay: Option<Duration>,
+    /// Holds each request until the test adds a permit (a publisher that
+    /// hangs for as long as the test wants).
+    pub gate: Option<Arc<Semaphore>>,
     pub gzip: bool,
 }
 
@@ -42,6 +46,7 @@ impl Route {
             etag: None,
             etag_on_304: true,
             delay: None,
+            gate: None,
             gzip: false,
         }
     }
@@ -67,13 +72,26 @@ impl Route {
     }
 }
 
-#[derive(Default)]
 struct Shared {
     routes: Mutex<HashMap<String, Route>>,
     hits: Mutex<HashMap<String, usize>>,
     last_headers: Mutex<HashMap<String, HeaderMap>>,
     /// Requests being answered now, and the most ever at once: in all, and per host.
     in_flight: Mutex<InFlight>,
+    /// Requests being answered now, for waiting on.
+    answering: watch::Sender<usize>,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared {
+            routes: Mutex::default(),
+            hits: Mutex::default(),
+            last_headers: Mutex::default(),
+            in_flight: Mutex::default(),
+            answering: watch::Sender::new(0),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -130,6 +148,16 @@ impl FeedServer {
         (in_flight.max, per_host.unwrap_or(0))
     }
 
+    /// Waits until `n` requests are being answered at once.
+    pub async fn wait_answering(&self, n: usize) {
+        let mut answering = self.shared.answering.subscribe();
+        answering.wait_for(|now| *now >= n).await.unwrap();
+    }
+
+    pub fn answering(&self) -> usize {
+        *self.shared.answering.borrow()
+    }
+
     pub fn set(&self, path: &str, route: Route) {
         self.shared
             .routes
@@ -178,7 +206,7 @@ async fn serve(State(shared): State<Arc<Shared>>, request: Request) -> Response 
             .body(Body::from("no such feed"))
             .unwrap();
     };
-    if let Some(delay) = route.delay {
+    if route.delay.is_some() || route.gate.is_some() {
         let host = request
             .headers()
             .get(header::HOST)
@@ -186,7 +214,12 @@ async fn serve(State(shared): State<Arc<Shared>>, request: Request) -> Response 
             .unwrap_or_default()
             .to_owned();
         track(&shared, &host, true);
-        tokio::time::sleep(delay).await;
+        if let Some(delay) = route.delay {
+            tokio::time::sleep(delay).await;
+        }
+        if let Some(gate) = &route.gate {
+            gate.acquire().await.unwrap().forget();
+        }
         track(&shared, &host, false);
     }
     let mut response = Response::builder();
@@ -239,6 +272,7 @@ fn track(shared: &Shared, host: &str, start: bool) {
     } else {
         in_flight.now -= 1;
     }
+    shared.answering.send_replace(in_flight.now);
 }
 
 /// An RSS 2.0 document with `items` entries `(guid, title, description)`.
