@@ -1220,8 +1220,15 @@ async fn scheduler_pulls_new_feeds_and_subscribers_hear_it(backend: Backend) {
         json!({}),
     )
     .await;
-    // Let the subscription register before the feed exists.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The subscription is live once it hears a pull made after it.
+    server.set("/ready.xml", Route::rss(rss2("Ready", &[("r", "R", "r")])));
+    ada.follow(&server.url("/ready.xml")).await;
+    loop {
+        let update = next(&mut socket).await.expect("a feedUpdated message");
+        if update["payload"]["data"]["feedUpdated"]["feed"]["name"] == "Ready" {
+            break;
+        }
+    }
 
     // No refresh call: creating the feed wakes the scheduler.
     let feed = ada.follow(&server.url("/auto.xml")).await;
@@ -1237,12 +1244,13 @@ async fn scheduler_pulls_new_feeds_and_subscribers_hear_it(backend: Backend) {
         1,
         "pulled once, then scheduled 30 min out"
     );
-    // The scheduled pull is the feed owner's task, nobody else's.
+    // The scheduled pulls (of both feeds) are the feeds' owner's tasks,
+    // nobody else's.
     let query = r#"{ tasks(filter: { kind: "feeds.pull" }) { edges { node { status } } } }"#;
     let mine = ada.data(query, json!({})).await;
     assert_eq!(
         mine["tasks"]["edges"].as_array().unwrap().len(),
-        1,
+        2,
         "{mine}"
     );
     let bob = Reader::new(&app, "bob").await;

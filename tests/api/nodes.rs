@@ -750,6 +750,7 @@ async fn dashboard_sees_a_leaf_change_climb_to_the_root(backend: Backend) {
     let app = spawn_app(backend).await;
     let ops = Client::new(&app).await;
     let id = ops.create(instance("cart", "cart-1", 0, 0.5)).await;
+    let ready = ops.create(instance("ready", "ready-1", 0, 0.5)).await;
     let us = ops
         .create(json!({ "region": "us", "zone": "b", "health": 0 }))
         .await;
@@ -764,7 +765,19 @@ async fn dashboard_sees_a_leaf_change_climb_to_the_root(backend: Backend) {
         json!({ "root": root }),
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The subscription is live once it hears a change made after it: one
+    // instance goes degraded and back, which ends with the root back at 0.
+    ops.update("A", &ready, json!({ "health": 1 })).await;
+    ops.update("A", &ready, json!({ "health": 0 })).await;
+    loop {
+        let message = next(&mut socket)
+            .await
+            .expect("a nodeStatusChanged message");
+        let change = &message["payload"]["data"]["nodeStatusChanged"];
+        if change["class"] == "region" && change["aggregatedStatus"] == 0 {
+            break;
+        }
+    }
     // A change outside the subtree is not heard: the first message is
     // about the next change, inside it.
     ops.update("A", &us, json!({ "health": 1 })).await;
@@ -987,19 +1000,29 @@ async fn a_changed_node_configuration_reconciles_the_whole_tree(backend: Backend
         app: &app,
         token: app.login("ops", "ops-password").await.access,
     };
-    let mut tree = ops.tree().await;
-    // The aggregated-status stage, the last to write, sets every status in
-    // one transaction.
-    for _ in 0..300 {
-        if tree
-            .get(&chain(&["pg-main"]))
-            .is_some_and(|node| node["aggregatedStatus"] == 1)
-        {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        tree = ops.tree().await;
+    // Start-up adopted the new configuration with a reconciliation task;
+    // once it has ended, its work is in the tree ("done" means visible).
+    let admin = app.admin().await.access;
+    let reconciles = app
+        .gql(
+            r#"{ tasks(filter: { kind: "resources.reconcile" }) { edges { node { id } } } }"#,
+            json!({}),
+        )
+        .bearer(&admin)
+        .send()
+        .await;
+    let reconciles = reconciles.data()["tasks"]["edges"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(!reconciles.is_empty(), "a reconciliation was enqueued");
+    for task in &reconciles {
+        let id = task["node"]["id"].as_str().unwrap();
+        let ended = wait_terminal(&app, &admin, id).await;
+        assert_eq!(ended["status"], "SUCCEEDED", "{ended}");
     }
+    let tree = ops.tree().await;
+    assert_eq!(tree[&chain(&["pg-main"])]["aggregatedStatus"], 1);
     // Remapped: the old namespace and its subtree are gone.
     assert!(
         tree.keys()
