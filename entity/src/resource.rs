@@ -10,9 +10,6 @@ pub struct Model {
     pub version: i64,
     pub deleting: bool,
     pub needs_mapping: bool,
-    /// The Mapping stage checked its orphans since its last change: Topology
-    /// Sync may take it.
-    pub orphans_checked: bool,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
 }

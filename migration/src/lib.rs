@@ -25,6 +25,7 @@ mod m20261202_000013_reconciled_generation;
 mod m20261202_000014_item_search_text;
 mod m20261203_000015_default_group_with_user;
 mod m20261203_000016_sanitized_content;
+mod m20261203_000017_drop_orphans_checked;
 
 pub struct Migrator;
 
@@ -48,6 +49,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000014_item_search_text::Migration),
             Box::new(m20261203_000015_default_group_with_user::Migration),
             Box::new(m20261203_000016_sanitized_content::Migration),
+            Box::new(m20261203_000017_drop_orphans_checked::Migration),
         ]
     }
 }

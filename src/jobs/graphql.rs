@@ -14,7 +14,7 @@ use super::{
     Jobs,
     bus::Event,
     model::{NewTask, Queue, TASK_UPDATED, TaskRecord, TaskStatus},
-    probe, store,
+    probe,
 };
 use crate::{
     error::{AppError, AppResult},
@@ -290,11 +290,13 @@ pub struct JobsSubscription;
 impl JobsSubscription {
     /// The task now, then again on every status or stage change; completes
     /// after a terminal state (`SUCCEEDED`, `FAILED`, `SUPERSEDED`, `CANCELLED`).
+    /// A change whose scope could not be read comes as an error; the
+    /// stream goes on.
     async fn task_updated(
         &self,
         ctx: &Context<'_>,
         id: ID,
-    ) -> async_graphql::Result<impl Stream<Item = Task> + use<>> {
+    ) -> async_graphql::Result<impl Stream<Item = async_graphql::Result<Task>> + use<>> {
         let audience = ctx.viewer()?.audience();
         let jobs = jobs(ctx)?.clone();
         let id = parse_id("id", &id)?;
@@ -309,33 +311,34 @@ impl JobsSubscription {
         Ok(async_stream::stream! {
             let mut last = first;
             let mut done = last.status.is_terminal();
-            yield last.clone();
+            yield Ok(last.clone());
             while !done {
                 let next = match events.recv().await {
                     Ok(event) if event.topic == TASK_UPDATED && event.aggregate_id == aggregate => {
-                        event.payload::<TaskRecord>().map(Task::from)
+                        event.payload::<TaskRecord>()
                     }
                     Ok(_) => continue,
                     // Fell behind: the database has the truth.
                     Err(RecvError::Lagged(_)) => match jobs.get(audience, id).await {
-                        Ok(Some(model)) => Some(Task::from(&model)),
+                        Ok(Some(model)) => Some(TaskRecord::from(&model)),
                         _ => None,
                     },
                     Err(RecvError::Closed) => break,
                 };
-                let Some(mut task) = next else { continue };
-                if task.updated_at < last.updated_at {
+                let Some(record) = next else { continue };
+                if record.updated_at < last.updated_at {
                     continue;
                 }
-                if let Some(scope) = &task.scope {
-                    task.reconciled_generation = store::generations(jobs.db(), scope)
-                        .await
-                        .ok()
-                        .map(|generations| generations.reconciled);
-                }
+                let task = match jobs.with_reconciled_generation(record).await {
+                    Ok(record) => Task::from(record),
+                    Err(error) => {
+                        yield Err(error.into());
+                        continue;
+                    }
+                };
                 done = task.status.is_terminal();
                 last = task.clone();
-                yield task;
+                yield Ok(task);
             }
         })
     }

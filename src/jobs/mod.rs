@@ -305,8 +305,14 @@ impl Jobs {
 
     /// The task as the API shows it, with its scope's reconciled generation.
     pub async fn view(&self, model: &task::Model) -> AppResult<TaskRecord> {
-        let mut task = TaskRecord::from(model);
-        if let Some(scope) = &model.scope {
+        self.with_reconciled_generation(TaskRecord::from(model))
+            .await
+    }
+
+    /// `task` with its scope's reconciled generation read now (events do
+    /// not carry it): the one place every API reads it.
+    pub async fn with_reconciled_generation(&self, mut task: TaskRecord) -> AppResult<TaskRecord> {
+        if let Some(scope) = &task.scope {
             task.reconciled_generation =
                 Some(store::generations(&self.inner.db, scope).await?.reconciled);
         }

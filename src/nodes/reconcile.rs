@@ -11,9 +11,8 @@
 //! One order matters: which nodes are orphans depends on every marked
 //! resource, and a change or delete may land between one pass's Mapping
 //! and Topology Sync stages. So Topology Sync checks orphans again in its
-//! own transaction before it syncs, and takes only resources whose orphans
-//! were checked since their last change (`resources.orphans_checked`,
-//! cleared by every mutation): no interleaving leaves an orphan behind.
+//! own transaction before it syncs, over exactly the marked resources it
+//! then syncs: no interleaving leaves an orphan behind.
 //!
 //! Predicates on these marks are written as literals (`WHERE
 //! needs_mapping`), not parameters, so that PostgreSQL's cached generic
@@ -475,7 +474,7 @@ async fn apply_one(
             let result = txn
                 .execute_raw(stmt(
                     txn,
-                    "UPDATE resources SET deleting = $1, needs_mapping = $1, orphans_checked = FALSE, \
+                    "UPDATE resources SET deleting = $1, needs_mapping = $1, \
                      version = version + 1, updated_at = $2 WHERE id = $3 AND deleting = $4",
                     vec![true.into(), now.into(), (*resource_id).into(), false.into()],
                 ))
@@ -496,7 +495,7 @@ async fn replace_attributes(
 ) -> AppResult<()> {
     txn.execute_raw(stmt(
         txn,
-        "UPDATE resources SET attributes = $1, needs_mapping = $2, orphans_checked = FALSE, \
+        "UPDATE resources SET attributes = $1, needs_mapping = $2, \
              version = version + 1, updated_at = $3 WHERE id = $4 AND deleting = $5",
         vec![
             serde_json::Value::Object(attributes).into(),
@@ -518,18 +517,12 @@ struct DirtyResource {
     specs: Vec<NodeSpec>,
 }
 
-/// The marked resources; `checked`: only those whose orphans the Mapping
-/// stage checked since their last change (what Topology Sync may take).
+/// The marked resources.
 async fn dirty_resources(
     txn: &DatabaseTransaction,
     config: &NodeConfig,
-    checked: bool,
 ) -> AppResult<Vec<DirtyResource>> {
-    let sql = if checked {
-        "SELECT id, attributes, deleting FROM resources WHERE needs_mapping AND orphans_checked"
-    } else {
-        "SELECT id, attributes, deleting FROM resources WHERE needs_mapping"
-    };
+    let sql = "SELECT id, attributes, deleting FROM resources WHERE needs_mapping";
     let rows = txn.query_all_raw(stmt(txn, sql, vec![])).await?;
     rows.iter()
         .map(|row| {
@@ -594,20 +587,11 @@ pub async fn delete_orphans(
     txn: &DatabaseTransaction,
     config: &NodeConfig,
 ) -> AppResult<OrphanReport> {
-    let dirty = dirty_resources(txn, config, false).await?;
+    let dirty = dirty_resources(txn, config).await?;
     if dirty.is_empty() {
         return Ok(OrphanReport::default());
     }
-    // Exactly the resources read here; one changed after this commits is
-    // unchecked again and waits for the next Mapping stage.
     let ids: Vec<Uuid> = dirty.iter().map(|resource| resource.id).collect();
-    select_in(
-        txn,
-        "UPDATE resources SET orphans_checked = TRUE WHERE id IN ({}) RETURNING id",
-        &[],
-        &ids,
-    )
-    .await?;
     let new_keys: HashMap<Uuid, BTreeSet<&str>> = dirty
         .iter()
         .map(|resource| {
@@ -765,9 +749,9 @@ pub async fn sync_topology(
     txn: &DatabaseTransaction,
     config: &NodeConfig,
 ) -> AppResult<TopologyReport> {
-    // Only resources whose orphans were checked since their last change: a
-    // change that landed after this pass's Mapping stage waits for the next.
-    let dirty = dirty_resources(txn, config, true).await?;
+    // The same marked resources whose orphans were just deleted in this
+    // transaction (the Topology stage runs `delete_orphans` first).
+    let dirty = dirty_resources(txn, config).await?;
     let mut report = TopologyReport::default();
     if dirty.is_empty() {
         return Ok(report);
@@ -880,8 +864,7 @@ pub async fn sync_topology(
     report.resources_deleted = deleted.len();
     select_in(
         txn,
-        "UPDATE resources SET needs_mapping = FALSE, orphans_checked = FALSE WHERE id IN ({}) \
-         RETURNING id",
+        "UPDATE resources SET needs_mapping = FALSE WHERE id IN ({}) RETURNING id",
         &[],
         &processed,
     )

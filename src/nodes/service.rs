@@ -104,7 +104,7 @@ impl NodesService {
         }
         txn.execute_raw(Statement::from_string(
             backend,
-            "UPDATE resources SET needs_mapping = TRUE, orphans_checked = FALSE",
+            "UPDATE resources SET needs_mapping = TRUE",
         ))
         .await?;
         txn.execute_raw(Statement::from_string(

@@ -72,7 +72,7 @@ impl Lab {
         self.exec(
             "INSERT INTO resources (id, attributes, version, deleting, needs_mapping, created_at, updated_at) \
              VALUES ($1, $2, 1, $3, $4, $5, $5) ON CONFLICT (id) DO UPDATE SET attributes = excluded.attributes, \
-             needs_mapping = excluded.needs_mapping, orphans_checked = FALSE, version = resources.version + 1",
+             needs_mapping = excluded.needs_mapping, version = resources.version + 1",
             vec![
                 id.into(),
                 attributes.clone().into(),
@@ -87,7 +87,7 @@ impl Lab {
     /// What the mutation stage does for a delete.
     async fn remove(&self, id: Uuid) {
         self.exec(
-            "UPDATE resources SET deleting = $1, needs_mapping = $1, orphans_checked = FALSE WHERE id = $2",
+            "UPDATE resources SET deleting = $1, needs_mapping = $1 WHERE id = $2",
             vec![true.into(), id.into()],
         )
         .await;
