@@ -14,6 +14,7 @@ pub mod config;
 pub mod datadir;
 pub mod db;
 pub mod digest;
+pub mod docs;
 pub mod domain;
 pub mod error;
 pub mod feeds;

@@ -1,0 +1,15 @@
+//! The docs mirror (SPEC §6, seed 002, issue 20): Notion and Feishu
+//! workspaces mirrored to a local Markdown tree under the data dir, one
+//! file per document, with a manifest in the main database.
+//!
+//! Built so far: the pure, I/O-free foundation, each part with its tests.
+//!
+//! - [`naming`]: how a title becomes a path component (the seed's rule
+//!   chain: slug, `untitled-<id8>`, reserved names, 200-byte cap, sibling
+//!   collisions, numeric fallback), stable across runs.
+//!
+//! Not built yet: the engine (tree, processing order, lifecycle, link
+//! rewriting), the manifest entities, the adapters, rate limiting,
+//! settings, GraphQL, tasks and the CLI.
+
+pub mod naming;
