@@ -7,9 +7,11 @@
 //! - [`naming`]: how a title becomes a path component (the seed's rule
 //!   chain: slug, `untitled-<id8>`, reserved names, 200-byte cap, sibling
 //!   collisions, numeric fallback), stable across runs.
+//! - [`mode`]: whether a platform's run is full or incremental, and why.
 //!
 //! Not built yet: the engine (tree, processing order, lifecycle, link
 //! rewriting), the manifest entities, the adapters, rate limiting,
 //! settings, GraphQL, tasks and the CLI.
 
+pub mod mode;
 pub mod naming;
