@@ -8,10 +8,16 @@
 //!   chain: slug, `untitled-<id8>`, reserved names, 200-byte cap, sibling
 //!   collisions, numeric fallback), stable across runs.
 //! - [`mode`]: whether a platform's run is full or incremental, and why.
+//! - [`adapter`]: the contract between the engine and a platform; its
+//!   comments are the spec.
+//! - [`markers`]: the degradation markers written into bodies, and their
+//!   count by kind for a run's stats.
 //!
 //! Not built yet: the engine (tree, processing order, lifecycle, link
 //! rewriting), the manifest entities, the adapters, rate limiting,
 //! settings, GraphQL, tasks and the CLI.
 
+pub mod adapter;
+pub mod markers;
 pub mod mode;
 pub mod naming;
