@@ -12,12 +12,15 @@
 //!   comments are the spec.
 //! - [`markers`]: the degradation markers written into bodies, and their
 //!   count by kind for a run's stats.
+//! - [`frontmatter`]: the hand-rendered, byte-stable YAML frontmatter, and
+//!   the parser that reads back what it writes.
 //!
 //! Not built yet: the engine (tree, processing order, lifecycle, link
 //! rewriting), the manifest entities, the adapters, rate limiting,
 //! settings, GraphQL, tasks and the CLI.
 
 pub mod adapter;
+pub mod frontmatter;
 pub mod markers;
 pub mod mode;
 pub mod naming;
