@@ -1,5 +1,5 @@
-//! The one SHA-256 helper: token hashes, payload hashes and generated item
-//! ids all go through it.
+//! The one SHA-256 helper: token hashes, payload hashes, generated item
+//! ids and the docs mirror's asset addresses all go through it.
 
 use sha2::{Digest, Sha256};
 
@@ -13,11 +13,17 @@ pub fn sha256_hex(parts: &[&str]) -> String {
         }
         hasher.update(part.as_bytes());
     }
-    hasher
-        .finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    hex(&hasher.finalize())
+}
+
+/// Lower-case hex SHA-256 of raw bytes (downloaded files: the docs
+/// mirror's content-addressed assets).
+pub fn sha256_hex_bytes(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 #[cfg(test)]
@@ -31,5 +37,10 @@ mod tests {
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
         assert_ne!(sha256_hex(&["ab", "c"]), sha256_hex(&["a", "bc"]));
+        assert_eq!(sha256_hex_bytes(b"abc"), sha256_hex(&["abc"]));
+        assert_eq!(
+            sha256_hex_bytes(&[]),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
     }
 }

@@ -14,12 +14,15 @@
 //!   count by kind for a run's stats.
 //! - [`frontmatter`]: the hand-rendered, byte-stable YAML frontmatter, and
 //!   the parser that reads back what it writes.
+//! - [`assets`]: content-addressed asset paths, the extension sniffed from
+//!   the bytes, and the in-body URL replacement and pending marker.
 //!
 //! Not built yet: the engine (tree, processing order, lifecycle, link
 //! rewriting), the manifest entities, the adapters, rate limiting,
 //! settings, GraphQL, tasks and the CLI.
 
 pub mod adapter;
+pub mod assets;
 pub mod frontmatter;
 pub mod markers;
 pub mod mode;
