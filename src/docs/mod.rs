@@ -19,7 +19,8 @@
 //!
 //! Not built yet: the engine (tree, processing order, lifecycle, link
 //! rewriting), the manifest entities, the adapters, rate limiting,
-//! settings, GraphQL, tasks and the CLI.
+//! settings, GraphQL, tasks and the CLI. `docs/docs-mirror.md` describes
+//! the formats as built.
 
 pub mod adapter;
 pub mod assets;
