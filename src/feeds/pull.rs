@@ -423,7 +423,7 @@ pub(super) fn success_update(
     let last_modified = pick(header::LAST_MODIFIED, &state.last_modified);
     let cache_control = pick(header::CACHE_CONTROL, &state.cache_control);
     let expires_at = match header_str(headers, header::EXPIRES) {
-        Some(value) => pullpolicy::parse_http_date(value),
+        Some(value) => crate::httpc::retry::parse_http_date(value),
         None if keep => state.expires_at,
         None => None,
     };

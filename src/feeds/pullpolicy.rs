@@ -15,7 +15,9 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, NaiveDateTime, Utc};
+use chrono::{DateTime, Utc};
+
+use crate::httpc::retry::{parse_http_date, parse_retry_after};
 
 /// Backoff growth per consecutive failure.
 pub const BACKOFF_FACTOR: f64 = 1.8;
@@ -46,29 +48,6 @@ pub fn effective_interval(override_secs: Option<u32>, global: Duration) -> Durat
     override_secs
         .map(|secs| Duration::from_secs(u64::from(secs)))
         .unwrap_or(global)
-}
-
-/// `Retry-After` as delta-seconds or an HTTP date; a date in the past is 0.
-pub fn parse_retry_after(value: &str, now: DateTime<Utc>) -> Option<Duration> {
-    let value = value.trim();
-    if let Ok(secs) = value.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let at = parse_http_date(value)?;
-    Some((at - now).to_std().unwrap_or_default())
-}
-
-/// An HTTP date in any of the three forms RFC 9110 requires recipients to
-/// accept: IMF-fixdate, RFC 850 and asctime.
-pub fn parse_http_date(value: &str) -> Option<DateTime<Utc>> {
-    let value = value.trim();
-    if let Ok(at) = DateTime::parse_from_rfc2822(value) {
-        return Some(at.with_timezone(&Utc));
-    }
-    ["%A, %d-%b-%y %H:%M:%S GMT", "%a %b %e %H:%M:%S %Y"]
-        .iter()
-        .find_map(|format| NaiveDateTime::parse_from_str(value, format).ok())
-        .map(|naive| naive.and_utc())
 }
 
 /// How long the response may be considered fresh: `Cache-Control: max-age`
@@ -245,31 +224,6 @@ mod tests {
             Duration::from_secs(900)
         );
         assert_eq!(effective_interval(None, HOUR), HOUR);
-    }
-
-    #[test]
-    fn retry_after_accepts_seconds_and_all_http_date_forms() {
-        assert_eq!(
-            parse_retry_after("120", now()),
-            Some(Duration::from_secs(120))
-        );
-        for date in [
-            "Mon, 30 Nov 2026 12:05:00 GMT",
-            "Monday, 30-Nov-26 12:05:00 GMT",
-            "Mon Nov 30 12:05:00 2026",
-        ] {
-            assert_eq!(
-                parse_retry_after(date, now()),
-                Some(Duration::from_secs(300)),
-                "{date}"
-            );
-        }
-        assert_eq!(
-            parse_retry_after("Mon, 30 Nov 2026 11:00:00 GMT", now()),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(parse_retry_after("soon", now()), None);
-        assert_eq!(parse_retry_after("-5", now()), None);
     }
 
     #[test]

@@ -20,10 +20,13 @@
 //! - its [`limits`]: requests at once in all and per host, and a rate per
 //!   host; a request waits for its turn, or with [`Patience::Never`] is
 //!   refused at once with [`FetchError::Busy`] (for work in a worker slot,
-//!   which goes back to its queue instead of holding the slot).
+//!   which goes back to its queue instead of holding the slot);
+//! - on request, [`retry`]: capped backoff where the server's `Retry-After`
+//!   wins ([`HttpClient::request_retrying`]).
 
 pub mod guard;
 pub mod limits;
+pub mod retry;
 
 use std::{error::Error as StdError, net::SocketAddr, sync::Arc, time::Duration};
 
