@@ -246,26 +246,32 @@ mod tests {
         (Url::parse(&format!("http://{addr}/")).unwrap(), hits)
     }
 
-    fn client(base: &Url) -> HttpClient {
+    /// GETs `url` with a client configured for `base`, retrying overloads.
+    async fn get_retrying(
+        base: &Url,
+        url: &str,
+        policy: &RetryPolicy,
+    ) -> Result<Fetched, FetchError> {
         HttpClient::new(HttpSettings {
             destination: Destination::configured(base).unwrap(),
             ..Default::default()
         })
         .unwrap()
+        .request_retrying(
+            policy,
+            Method::GET,
+            url,
+            HeaderMap::new(),
+            None,
+            retry_overloaded,
+        )
+        .await
     }
 
     #[tokio::test]
     async fn a_rate_limited_answer_is_tried_again_until_it_succeeds() {
         let (base, hits) = flaky().await;
-        let answer = client(&base)
-            .request_retrying(
-                &RetryPolicy::default(),
-                Method::GET,
-                base.as_str(),
-                HeaderMap::new(),
-                None,
-                retry_overloaded,
-            )
+        let answer = get_retrying(&base, base.as_str(), &RetryPolicy::default())
             .await
             .unwrap();
         assert_eq!(answer.status, StatusCode::OK);
@@ -279,17 +285,7 @@ mod tests {
             max_attempts: 2,
             ..Default::default()
         };
-        let answer = client(&base)
-            .request_retrying(
-                &policy,
-                Method::GET,
-                base.as_str(),
-                HeaderMap::new(),
-                None,
-                retry_overloaded,
-            )
-            .await
-            .unwrap();
+        let answer = get_retrying(&base, base.as_str(), &policy).await.unwrap();
         assert_eq!(answer.status, StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(hits.load(Ordering::SeqCst), 2);
     }
@@ -297,15 +293,7 @@ mod tests {
     #[tokio::test]
     async fn a_refusal_of_ours_is_never_tried_again() {
         let (base, hits) = flaky().await;
-        let error = client(&base)
-            .request_retrying(
-                &RetryPolicy::default(),
-                Method::GET,
-                "http://127.0.0.1:9/",
-                HeaderMap::new(),
-                None,
-                retry_overloaded,
-            )
+        let error = get_retrying(&base, "http://127.0.0.1:9/", &RetryPolicy::default())
             .await
             .unwrap_err();
         assert!(matches!(error, FetchError::Refused(_)), "{error}");
