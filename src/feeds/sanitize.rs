@@ -12,7 +12,7 @@
 use std::{borrow::Cow, cell::RefCell, sync::LazyLock};
 
 use ammonia::{Builder, UrlRelative};
-use entity::{bookmark, item};
+use entity::item;
 use url::Url;
 
 thread_local! {
@@ -69,11 +69,10 @@ pub fn needs_feed_link(item: &item::Model) -> bool {
     item.content_html.is_none() && item.link.is_none()
 }
 
-/// A bookmark's HTML, its base its own link.
-pub fn bookmark_html(bookmark: &bookmark::Model) -> String {
-    served(bookmark.content_html.as_deref(), &bookmark.content, || {
-        Url::parse(&bookmark.link).ok()
-    })
+/// A bookmark's HTML (`stored`, else `raw` sanitized now), its base its
+/// own link.
+pub fn bookmark_html(stored: Option<&str>, raw: &str, link: &str) -> String {
+    served(stored, raw, || Url::parse(link).ok())
 }
 
 #[cfg(test)]

@@ -219,8 +219,9 @@ pub struct Bookmark {
     pub feed_id: Option<ID>,
     pub link: String,
     pub title: String,
+    /// Sanitized when stored (None: stored before that was kept).
     #[graphql(skip)]
-    pub html: String,
+    pub html: Option<String>,
     #[graphql(skip)]
     pub raw: String,
     pub pub_date: Option<DateTime<Utc>>,
@@ -231,8 +232,8 @@ pub struct Bookmark {
 #[ComplexObject]
 impl Bookmark {
     /// Sanitized HTML with absolute links.
-    async fn content(&self) -> &str {
-        &self.html
+    async fn content(&self) -> String {
+        sanitize::bookmark_html(self.html.as_deref(), &self.raw, &self.link)
     }
     /// The snapshot exactly as saved (unsanitized).
     async fn raw_content(&self) -> &str {
@@ -243,12 +244,12 @@ impl Bookmark {
 impl From<bookmark::Model> for Bookmark {
     fn from(model: bookmark::Model) -> Self {
         Bookmark {
-            html: sanitize::bookmark_html(&model),
             id: ID(model.id.to_string()),
             item_id: model.item_id.map(|id| ID(id.to_string())),
             feed_id: model.feed_id.map(|id| ID(id.to_string())),
             link: model.link,
             title: model.title,
+            html: model.content_html,
             raw: model.content,
             pub_date: model.pub_date,
             feed_name: model.feed_name,

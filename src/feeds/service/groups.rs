@@ -25,7 +25,7 @@ impl FeedsService {
     pub async fn create_group(&self, user: Uuid, name: &str) -> AppResult<feed_group::Model> {
         let name = group_name(name)?;
         let now = Utc::now();
-        new_group(user, name.clone(), false, now)
+        new_group(user, name.clone(), now)
             .insert(&self.db)
             .await
             .map_err(|error| unique_conflict(error, format!("a group named {name:?} exists")))

@@ -48,9 +48,7 @@ impl FeedsService {
                     Some(name) => match groups.get(&name) {
                         Some(id) => *id,
                         None => {
-                            let group = new_group(user, name.clone(), false, now)
-                                .insert(&txn)
-                                .await?;
+                            let group = new_group(user, name.clone(), now).insert(&txn).await?;
                             report.groups_created += 1;
                             groups.insert(name, group.id);
                             group.id

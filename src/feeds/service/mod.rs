@@ -37,6 +37,7 @@ mod items;
 mod reader;
 mod settings;
 
+/// The default group's name, as migration 000015 gives it.
 pub const DEFAULT_GROUP_NAME: &str = "Default";
 /// `markItemsRead`/`markItemsUnread`/`starItems` take at most this many ids.
 pub const MAX_IDS: usize = 1000;
@@ -194,16 +195,12 @@ pub fn feed_ids_in_group(user: Uuid, group: i64) -> sea_orm::sea_query::SelectSt
         .to_owned()
 }
 
-fn new_group(
-    user: Uuid,
-    name: String,
-    is_default: bool,
-    now: DateTime<Utc>,
-) -> feed_group::ActiveModel {
+/// A group the user makes (the default group comes with the user).
+fn new_group(user: Uuid, name: String, now: DateTime<Utc>) -> feed_group::ActiveModel {
     feed_group::ActiveModel {
         user_id: Set(user),
         name: Set(name),
-        is_default: Set(is_default),
+        is_default: Set(false),
         created_at: Set(now),
         updated_at: Set(now),
         ..Default::default()
