@@ -32,7 +32,7 @@ use crate::{
     auth::service::AuthService,
     config::{Config, ConfigError},
     db,
-    domain::{Domain, Platform, Setup},
+    domain::{Domain, Platform, PublicUrl, Setup},
     feeds,
     graphql::{
         Limits,
@@ -82,6 +82,7 @@ pub struct App {
     pub jobs: Jobs,
     pub web: Web,
     pub domains: Vec<Arc<dyn Domain>>,
+    pub public_url: PublicUrl,
     pub redis: Option<redis::aio::ConnectionManager>,
     pub schema: TrellisSchema,
     pub metrics: PrometheusHandle,
@@ -121,8 +122,12 @@ impl App {
         let platform = Platform {
             db: db.clone(),
             web: web.clone(),
+            secret: web.auth.server_secret(),
+            data_dir: config.data_dir.clone(),
+            public_url: PublicUrl::new(config.public_url.clone()),
         };
         let setups = settings.setups(&platform)?;
+        let public_url = platform.public_url.clone();
         let mut registry = jobs::registry(
             &db,
             jobs::sweep::Retention {
@@ -149,6 +154,7 @@ impl App {
             jobs,
             web,
             domains,
+            public_url,
             redis,
             schema,
             metrics: telemetry::metrics_handle()?,
@@ -334,6 +340,14 @@ pub async fn serve(config: Config, settings: DomainSettings, role: Role) -> anyh
         .await
         .with_context(|| format!("binding {listen} (TRELLIS_LISTEN)"))?;
     let addr = listener.local_addr()?;
+    app.public_url.bound(addr);
+    if app.config.public_url.is_none() && addr.ip().is_unspecified() {
+        tracing::warn!(
+            addr = %addr,
+            "listening on every address without TRELLIS_PUBLIC_URL: links and OAuth callbacks \
+             will name {addr}; set TRELLIS_PUBLIC_URL to the address clients use"
+        );
+    }
     tracing::info!(addr = %addr, "listening");
 
     let mut server_stop = stop_rx.clone();

@@ -57,6 +57,12 @@ pub struct Config {
     )]
     pub listen: SocketAddr,
 
+    /// The URL browsers and providers reach this server at, e.g.
+    /// `https://trellis.example.org` (OAuth callbacks, links in answers).
+    /// Default: `http://` + the address the listener bound.
+    #[arg(long, env = "TRELLIS_PUBLIC_URL", global = true)]
+    pub public_url: Option<url::Url>,
+
     /// Log filter, e.g. `info` or `info,trellis=debug`.
     #[arg(long, env = "TRELLIS_LOG_LEVEL", default_value = "info", global = true)]
     pub log_level: String,
@@ -538,6 +544,13 @@ impl Config {
         {
             return Err(ConfigError::Invalid(
                 "TRELLIS_JWT_SECRET must be at least 32 bytes".into(),
+            ));
+        }
+        if let Some(url) = &self.public_url
+            && (!matches!(url.scheme(), "http" | "https") || url.host().is_none())
+        {
+            return Err(ConfigError::Invalid(
+                "TRELLIS_PUBLIC_URL must be an http:// or https:// URL with a host".into(),
             ));
         }
         for origin in &self.cors_allowed_origins {

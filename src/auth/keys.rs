@@ -8,6 +8,11 @@
 use std::path::Path;
 
 use anyhow::Context;
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use chacha20poly1305::{
+    XChaCha20Poly1305, XNonce,
+    aead::{Aead, KeyInit, Payload},
+};
 use hmac::{Hmac, Mac};
 use secrecy::ExposeSecret;
 use sha2::Sha256;
@@ -18,6 +23,26 @@ use crate::config::Config;
 pub const KEY_FILE: &str = "instance.key";
 
 type HmacSha256 = Hmac<Sha256>;
+
+/// The prefix of every sealed value: the format's version, so a later
+/// algorithm can be told apart from this one.
+const SEALED_PREFIX: &str = "v1.";
+const NONCE_LEN: usize = 24;
+
+/// Why a sealed value could not be opened. Neither says more than that:
+/// which one happened is all a caller may act on.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SealError {
+    /// Not something [`ServerSecret::seal`] wrote.
+    #[error("the sealed value is malformed")]
+    Malformed,
+    /// Written under another server secret or another label, or altered
+    /// since.
+    #[error(
+        "the sealed value does not open with this server's secret (another key, another use, or altered)"
+    )]
+    Forged,
+}
 
 pub struct ServerSecret(Vec<u8>);
 
@@ -74,15 +99,22 @@ impl ServerSecret {
         &self.0
     }
 
+    /// A 32-byte key for `label`'s use alone, derived from the secret, so
+    /// a value kept for one use never verifies or opens as another's.
+    fn derived_key(&self, label: &str) -> [u8; 32] {
+        let mut derive =
+            <HmacSha256 as Mac>::new_from_slice(&self.0).expect("HMAC takes keys of any length");
+        derive.update(b"trellis/");
+        derive.update(label.as_bytes());
+        derive.finalize().into_bytes().into()
+    }
+
     /// An HMAC-SHA256 of `parts` (each length-prefixed) under a key derived
     /// for `label` alone, hex encoded.
     pub fn mac_hex(&self, label: &str, parts: &[&[u8]]) -> String {
-        let mut derive =
-            HmacSha256::new_from_slice(&self.0).expect("HMAC takes keys of any length");
-        derive.update(b"trellis/");
-        derive.update(label.as_bytes());
-        let key = derive.finalize().into_bytes();
-        let mut mac = HmacSha256::new_from_slice(&key).expect("HMAC takes keys of any length");
+        let key = self.derived_key(label);
+        let mut mac =
+            <HmacSha256 as Mac>::new_from_slice(&key).expect("HMAC takes keys of any length");
         for part in parts {
             mac.update(&(part.len() as u64).to_be_bytes());
             mac.update(part);
@@ -93,6 +125,61 @@ impl ServerSecret {
             .map(|b| format!("{b:02x}"))
             .collect()
     }
+}
+
+impl ServerSecret {
+    /// Encrypts a secret to keep at rest (a provider's token, an API key):
+    /// XChaCha20-Poly1305 under a key derived for `label` (which is also
+    /// the associated data), with a random nonce. The result is printable
+    /// (`v1.` + base64url), so it fits a text column; only this server's
+    /// secret opens it, and only for the same `label`.
+    pub fn seal(&self, label: &str, plaintext: &[u8]) -> String {
+        let cipher = XChaCha20Poly1305::new(&self.derived_key(&seal_label(label)).into());
+        let nonce: [u8; NONCE_LEN] = rand::random();
+        let sealed = cipher
+            .encrypt(
+                XNonce::from_slice(&nonce),
+                Payload {
+                    msg: plaintext,
+                    aad: label.as_bytes(),
+                },
+            )
+            .expect("XChaCha20-Poly1305 encrypts any message that fits in memory");
+        let mut bytes = Vec::with_capacity(NONCE_LEN + sealed.len());
+        bytes.extend_from_slice(&nonce);
+        bytes.extend_from_slice(&sealed);
+        format!("{SEALED_PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes))
+    }
+
+    /// Decrypts what [`seal`](Self::seal) wrote for the same `label`.
+    pub fn open(&self, label: &str, sealed: &str) -> Result<Vec<u8>, SealError> {
+        let encoded = sealed
+            .strip_prefix(SEALED_PREFIX)
+            .ok_or(SealError::Malformed)?;
+        let bytes = URL_SAFE_NO_PAD
+            .decode(encoded)
+            .map_err(|_| SealError::Malformed)?;
+        if bytes.len() < NONCE_LEN + 16 {
+            return Err(SealError::Malformed);
+        }
+        let (nonce, ciphertext) = bytes.split_at(NONCE_LEN);
+        let cipher = XChaCha20Poly1305::new(&self.derived_key(&seal_label(label)).into());
+        cipher
+            .decrypt(
+                XNonce::from_slice(nonce),
+                Payload {
+                    msg: ciphertext,
+                    aad: label.as_bytes(),
+                },
+            )
+            .map_err(|_| SealError::Forged)
+    }
+}
+
+/// Sealing keys live apart from MAC keys: a label used for both never
+/// shares a key.
+fn seal_label(label: &str) -> String {
+    format!("seal/{label}")
 }
 
 #[cfg(test)]
@@ -112,6 +199,41 @@ mod tests {
             a.mac_hex("x", &[b"ab", b"c"]),
             a.mac_hex("x", &[b"a", b"bc"])
         );
+    }
+
+    #[test]
+    fn a_sealed_secret_opens_only_with_its_key_and_label() {
+        let a = ServerSecret(b"a".repeat(32));
+        let b = ServerSecret(b"b".repeat(32));
+        let sealed = a.seal("kavita.api_key", b"hunter2");
+        assert!(sealed.starts_with("v1."));
+        assert!(!sealed.contains("hunter2"));
+        assert_eq!(a.open("kavita.api_key", &sealed).unwrap(), b"hunter2");
+        assert_ne!(
+            sealed,
+            a.seal("kavita.api_key", b"hunter2"),
+            "a fresh nonce each time"
+        );
+        assert_eq!(b.open("kavita.api_key", &sealed), Err(SealError::Forged));
+        assert_eq!(a.open("anilist.token", &sealed), Err(SealError::Forged));
+        assert_eq!(
+            a.open("kavita.api_key", "hunter2"),
+            Err(SealError::Malformed)
+        );
+        assert_eq!(a.open("kavita.api_key", "v1.!!"), Err(SealError::Malformed));
+        assert_eq!(
+            a.open("kavita.api_key", "v1.AAAA"),
+            Err(SealError::Malformed)
+        );
+        // One flipped bit anywhere is refused.
+        let mut bytes = URL_SAFE_NO_PAD.decode(&sealed[3..]).unwrap();
+        for index in [0, NONCE_LEN, bytes.len() - 1] {
+            bytes[index] ^= 1;
+            let tampered = format!("v1.{}", URL_SAFE_NO_PAD.encode(&bytes));
+            assert_eq!(a.open("kavita.api_key", &tampered), Err(SealError::Forged));
+            bytes[index] ^= 1;
+        }
+        assert_eq!(a.open("x", &a.seal("x", b"")).unwrap(), b"");
     }
 
     #[cfg(unix)]

@@ -1,6 +1,6 @@
 //! The authentication service: every state change of users and sessions.
 
-use std::time::Instant;
+use std::{sync::Arc, time::Instant};
 
 use chrono::{DateTime, Utc};
 use entity::{refresh_token, session, user};
@@ -42,7 +42,7 @@ pub struct IssuedTokens {
 pub struct AuthService {
     db: DatabaseConnection,
     keys: AccessTokenKeys,
-    secret: ServerSecret,
+    secret: Arc<ServerSecret>,
     limiter: LoginLimiter,
     hashing: Hashing,
     access_ttl: chrono::Duration,
@@ -54,7 +54,7 @@ pub struct AuthService {
 impl AuthService {
     /// Builds the service, loading (or creating once) the server secret.
     pub async fn new(db: DatabaseConnection, config: &Config) -> anyhow::Result<Self> {
-        let secret = ServerSecret::load(config)?;
+        let secret = Arc::new(ServerSecret::load(config)?);
         Ok(AuthService {
             db,
             keys: AccessTokenKeys::new(secret.bytes())?,
@@ -155,7 +155,7 @@ impl AuthService {
         let session_secret = random_token("trs");
         let refresh = random_token("trt");
         let session_id = Uuid::now_v7();
-        let txn = self.db.begin().await?;
+        let txn = crate::db::begin_write(&self.db).await?;
         session::ActiveModel {
             id: Set(session_id),
             user_id: Set(user.id),
@@ -228,6 +228,12 @@ impl AuthService {
     /// only (reader-API tokens and keys): what a database dump cannot forge.
     pub fn mac(&self, label: &str, parts: &[&[u8]]) -> String {
         self.secret.mac_hex(label, parts)
+    }
+
+    /// The server-held secret, for the domains' secrets at rest
+    /// (`ServerSecret::seal`) and signed state files.
+    pub fn server_secret(&self) -> Arc<ServerSecret> {
+        self.secret.clone()
     }
 
     /// Whether `candidate` matches `stored`, a decoy standing in for a
@@ -310,7 +316,7 @@ impl AuthService {
             return Err(INVALID);
         }
 
-        let txn = self.db.begin().await?;
+        let txn = crate::db::begin_write(&self.db).await?;
         // Spend the token only if nobody else has: a concurrent refresh with
         // the same token is reuse too.
         let spent = refresh_token::Entity::update_many()
@@ -455,7 +461,7 @@ impl AuthService {
         }
         let hash = self.hashing.hash(new).await?;
         let now = Utc::now();
-        let txn = self.db.begin().await?;
+        let txn = crate::db::begin_write(&self.db).await?;
         user::Entity::update_many()
             .col_expr(user::Column::PasswordHash, Expr::value(hash))
             .col_expr(user::Column::UpdatedAt, Expr::value(now))
