@@ -90,34 +90,6 @@ impl PublicUrl {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_public_url_is_configured_or_the_bound_address() {
-        let unset = PublicUrl::new(None);
-        assert!(unset.get().is_none());
-        assert!(unset.join("/x").is_none());
-        unset.bound("127.0.0.1:4321".parse().unwrap());
-        assert_eq!(
-            unset
-                .join("/gateway/oauth/anilist/callback")
-                .unwrap()
-                .as_str(),
-            "http://127.0.0.1:4321/gateway/oauth/anilist/callback"
-        );
-        let configured = PublicUrl::new(Some(
-            url::Url::parse("https://example.org/trellis/?x=1").unwrap(),
-        ));
-        configured.bound("127.0.0.1:4321".parse().unwrap());
-        assert_eq!(
-            configured.join("/auth/oidc/callback").unwrap().as_str(),
-            "https://example.org/trellis/auth/oidc/callback"
-        );
-    }
-}
-
 /// A domain before the runner exists.
 pub trait Setup {
     /// Its task kinds and periodic jobs.
@@ -150,5 +122,33 @@ pub trait Domain: Send + Sync {
     /// Its background loops, in processes that run workers.
     fn background(&self, _stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
         Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_public_url_is_configured_or_the_bound_address() {
+        let unset = PublicUrl::new(None);
+        assert!(unset.get().is_none());
+        assert!(unset.join("/x").is_none());
+        unset.bound("127.0.0.1:4321".parse().unwrap());
+        assert_eq!(
+            unset
+                .join("/gateway/oauth/anilist/callback")
+                .unwrap()
+                .as_str(),
+            "http://127.0.0.1:4321/gateway/oauth/anilist/callback"
+        );
+        let configured = PublicUrl::new(Some(
+            url::Url::parse("https://example.org/trellis/?x=1").unwrap(),
+        ));
+        configured.bound("127.0.0.1:4321".parse().unwrap());
+        assert_eq!(
+            configured.join("/auth/oidc/callback").unwrap().as_str(),
+            "https://example.org/trellis/auth/oidc/callback"
+        );
     }
 }
