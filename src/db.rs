@@ -6,8 +6,9 @@ use std::time::Duration;
 use anyhow::Context;
 use migration::{Migrator, MigratorTrait};
 use sea_orm::{
-    ConnectOptions, DatabaseConnection, DatabaseTransaction, DbErr, SqliteTransactionMode,
-    TransactionOptions, TransactionTrait,
+    ConnectOptions, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
+    ExecResult, QueryResult, SqliteTransactionMode, Statement, TransactionOptions,
+    TransactionTrait,
     sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous},
 };
 use secrecy::ExposeSecret;
@@ -68,17 +69,96 @@ pub async fn connect(config: &Config) -> anyhow::Result<DatabaseConnection> {
     Ok(db)
 }
 
-/// Begins a transaction that will write. On SQLite it is `BEGIN IMMEDIATE`:
-/// the write lock is taken up front, so a transaction that reads before it
-/// writes waits its turn (busy timeout) instead of failing with
-/// `SQLITE_BUSY` when it tries to upgrade. PostgreSQL takes row locks as it
-/// goes; there it is a plain `BEGIN`.
-pub async fn begin_write(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {
-    db.begin_with_options(TransactionOptions {
-        sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
-        ..Default::default()
-    })
-    .await
+/// SQLite's one writer, as a queue in this process: write transactions
+/// take turns here (first come, first served) instead of in SQLite's busy
+/// handler, which sleeps and polls — under load, writers that happened to
+/// poll late waited out the busy timeout and failed with "database is
+/// locked". One process writes a SQLite file (it is the embedded
+/// backend), so one gate per process is the file's.
+static SQLITE_WRITER: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// How long a write transaction waits for its turn before the caller is
+/// told the database is busy (`UNAVAILABLE`, retry): SQLite's busy timeout.
+const SQLITE_WRITER_WAIT: Duration = Duration::from_secs(10);
+
+/// A transaction that writes: on SQLite it holds the process's writer
+/// turn until it commits or rolls back (or is dropped). Derefs to the
+/// transaction for statements.
+pub struct WriteTxn {
+    txn: DatabaseTransaction,
+    _turn: Option<tokio::sync::SemaphorePermit<'static>>,
+}
+
+impl std::ops::Deref for WriteTxn {
+    type Target = DatabaseTransaction;
+
+    fn deref(&self) -> &DatabaseTransaction {
+        &self.txn
+    }
+}
+
+/// Statements run in the transaction, so a `&WriteTxn` goes wherever a
+/// connection does (`.exec(&txn)`).
+#[async_trait::async_trait]
+impl ConnectionTrait for WriteTxn {
+    fn get_database_backend(&self) -> DbBackend {
+        self.txn.get_database_backend()
+    }
+
+    async fn execute_raw(&self, stmt: Statement) -> Result<ExecResult, DbErr> {
+        self.txn.execute_raw(stmt).await
+    }
+
+    async fn execute_unprepared(&self, sql: &str) -> Result<ExecResult, DbErr> {
+        self.txn.execute_unprepared(sql).await
+    }
+
+    async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
+        self.txn.query_one_raw(stmt).await
+    }
+
+    async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
+        self.txn.query_all_raw(stmt).await
+    }
+
+    fn support_returning(&self) -> bool {
+        self.txn.support_returning()
+    }
+}
+
+impl WriteTxn {
+    pub async fn commit(self) -> Result<(), DbErr> {
+        self.txn.commit().await
+    }
+
+    pub async fn rollback(self) -> Result<(), DbErr> {
+        self.txn.rollback().await
+    }
+}
+
+/// Begins a transaction that will write. On SQLite it first waits for the
+/// process's writer turn (see [`SQLITE_WRITER`]; after
+/// [`SQLITE_WRITER_WAIT`], a busy error), then is `BEGIN IMMEDIATE`: the
+/// write lock is taken up front, so a transaction that reads before it
+/// writes never fails to upgrade. PostgreSQL takes row locks as it goes;
+/// there it is a plain `BEGIN`.
+pub async fn begin_write(db: &DatabaseConnection) -> Result<WriteTxn, DbErr> {
+    let turn = if db.get_database_backend() == DbBackend::Sqlite {
+        let permit = tokio::time::timeout(SQLITE_WRITER_WAIT, SQLITE_WRITER.acquire())
+            .await
+            .map_err(|_| DbErr::ConnectionAcquire(sea_orm::ConnAcquireErr::Timeout))?
+            .map_err(|_| DbErr::ConnectionAcquire(sea_orm::ConnAcquireErr::ConnectionClosed))?;
+        Some(permit)
+    } else {
+        None
+    };
+    let txn = db
+        .begin_with_options(TransactionOptions {
+            sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+            ..Default::default()
+        })
+        .await?;
+    Ok(WriteTxn { txn, _turn: turn })
 }
 
 /// An entity whose rows belong to one user, by an integer id.
@@ -114,6 +194,24 @@ pub fn placeholders(start: usize, count: usize) -> String {
         .map(|i| format!("${i}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `($start, $start+1), ($start+2, $start+3), …`: `rows` tuples of
+/// `width` placeholders, for a multi-row `VALUES` or a row-value `IN`.
+pub fn placeholder_rows(start: usize, rows: usize, width: usize) -> String {
+    (0..rows)
+        .map(|row| format!("({})", placeholders(start + row * width, width)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A raw statement with `$n` placeholders for `conn`'s backend.
+pub fn stmt(
+    conn: &impl ConnectionTrait,
+    sql: impl Into<String>,
+    values: Vec<sea_orm::Value>,
+) -> Statement {
+    Statement::from_sql_and_values(conn.get_database_backend(), sql, values)
 }
 
 /// `sql` with every placeholder `$n` renumbered `$(n + by)`, so that it can
@@ -201,6 +299,13 @@ fn uuid_array(ids: &[uuid::Uuid]) -> sea_orm::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placeholder_rows_number_each_row_after_the_last() {
+        assert_eq!(placeholder_rows(1, 2, 2), "($1, $2), ($3, $4)");
+        assert_eq!(placeholder_rows(3, 3, 1), "($3), ($4), ($5)");
+        assert_eq!(placeholder_rows(1, 0, 2), "");
+    }
 
     #[test]
     fn placeholders_are_shifted_outside_quotes_only() {

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use entity::{refresh_token, session, user};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
-    Set, SqlErr, TransactionTrait, sea_query::Expr,
+    Set, SqlErr, sea_query::Expr,
 };
 use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;

@@ -60,9 +60,7 @@ impl Default for Embedded {
 impl Dispatcher for Embedded {
     async fn announce(&self, tasks: &[task::Model]) {
         for task in tasks {
-            if let Some(queue) = Queue::parse(&task.queue) {
-                self.wake[queue as usize].notify_one();
-            }
+            self.wake[Queue::from(task.queue) as usize].notify_one();
         }
     }
 

@@ -173,7 +173,7 @@ async fn commit_batch(db: &DatabaseConnection, claimer: &Claimer, batch: Vec<End
         Ok((ended, claimed)) => {
             let mut next: HashMap<Queue, VecDeque<task::Model>> = HashMap::new();
             for task in claimed {
-                let queue = Queue::parse(&task.queue).unwrap_or(Queue::Short);
+                let queue = Queue::from(task.queue);
                 next.entry(queue).or_default().push_back(task);
             }
             for ending in batch {

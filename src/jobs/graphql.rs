@@ -188,13 +188,13 @@ impl JobsQuery {
         let filter = filter.unwrap_or_default();
         let mut select = jobs.visible_tasks(viewer.audience());
         if let Some(status) = filter.status {
-            select = select.filter(task::Column::Status.eq(status.as_str()));
+            select = select.filter(task::Column::Status.eq(task::Status::from(status)));
         }
         if let Some(kind) = filter.kind {
             select = select.filter(task::Column::Kind.eq(kind));
         }
         if let Some(queue) = filter.queue {
-            select = select.filter(task::Column::Queue.eq(queue.as_str()));
+            select = select.filter(task::Column::Queue.eq(task::Queue::from(queue)));
         }
         Ok(paginate(
             jobs.db(),

@@ -82,7 +82,7 @@ pub struct StageRun<'a> {
     /// Whether a newer generation of the scope supersedes this task at its
     /// next stage ([`TaskHandler::superseded_by_newer`]).
     pub(super) superseded_by_newer: bool,
-    pub(super) txn: Option<DatabaseTransaction>,
+    pub(super) txn: Option<crate::db::WriteTxn>,
 }
 
 impl StageRun<'_> {
@@ -119,7 +119,7 @@ impl StageRun<'_> {
             self.txn = Some(txn);
         }
         self.txn
-            .as_ref()
+            .as_deref()
             .ok_or_else(|| StageError::Retry(anyhow::anyhow!("stage transaction missing")))
     }
 }

@@ -44,7 +44,7 @@ use self::{
     bus::EventBus,
     dispatch::{Dispatcher, Embedded},
     handler::Registry,
-    model::{NewTask, Queue, TaskRecord, TaskStatus},
+    model::{NewTask, Queue, TaskRecord},
     outbox::{LocalSink, Publisher, Sink},
     redis::{RedisDispatcher, RedisKeys, RedisSink},
     runner::{Periodic, RunnerSettings},
@@ -201,7 +201,7 @@ impl Jobs {
         self.inner.outbox_wake.notify_one();
         let queued: Vec<task::Model> = tasks
             .iter()
-            .filter(|task| task.status == TaskStatus::Queued.as_str())
+            .filter(|task| task.status == task::Status::Queued)
             .cloned()
             .collect();
         if !queued.is_empty() {
@@ -402,12 +402,12 @@ fn draft_model(new: &NewTask) -> task::Model {
     task::Model {
         id: Uuid::nil(),
         kind: new.kind.to_owned(),
-        queue: new.queue.as_str().to_owned(),
+        queue: new.queue.into(),
         payload: new.payload.clone(),
         payload_hash: String::new(),
         owner_id: new.owner_id,
         idempotency_key: None,
-        status: TaskStatus::Queued.as_str().to_owned(),
+        status: task::Status::Queued,
         stage: None,
         stages_done: 0,
         progress: None,

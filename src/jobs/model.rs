@@ -94,6 +94,55 @@ impl TaskStatus {
     }
 }
 
+/// The stored values and the runner's: one variant each, so these
+/// conversions are total and a new variant fails to compile until both
+/// sides have it.
+impl From<task::Queue> for Queue {
+    fn from(queue: task::Queue) -> Self {
+        match queue {
+            task::Queue::Short => Queue::Short,
+            task::Queue::Medium => Queue::Medium,
+            task::Queue::Long => Queue::Long,
+        }
+    }
+}
+
+impl From<Queue> for task::Queue {
+    fn from(queue: Queue) -> Self {
+        match queue {
+            Queue::Short => task::Queue::Short,
+            Queue::Medium => task::Queue::Medium,
+            Queue::Long => task::Queue::Long,
+        }
+    }
+}
+
+impl From<task::Status> for TaskStatus {
+    fn from(status: task::Status) -> Self {
+        match status {
+            task::Status::Queued => TaskStatus::Queued,
+            task::Status::Running => TaskStatus::Running,
+            task::Status::Succeeded => TaskStatus::Succeeded,
+            task::Status::Failed => TaskStatus::Failed,
+            task::Status::Superseded => TaskStatus::Superseded,
+            task::Status::Cancelled => TaskStatus::Cancelled,
+        }
+    }
+}
+
+impl From<TaskStatus> for task::Status {
+    fn from(status: TaskStatus) -> Self {
+        match status {
+            TaskStatus::Queued => task::Status::Queued,
+            TaskStatus::Running => task::Status::Running,
+            TaskStatus::Succeeded => task::Status::Succeeded,
+            TaskStatus::Failed => task::Status::Failed,
+            TaskStatus::Superseded => task::Status::Superseded,
+            TaskStatus::Cancelled => task::Status::Cancelled,
+        }
+    }
+}
+
 /// A background task as stored in its events and served by
 /// `GET /tasks/{id}`: the JSON contract of the runner. The GraphQL `Task`
 /// (`jobs::graphql::Task`) is built from it, so renaming a GraphQL field
@@ -302,8 +351,8 @@ impl From<&task::Model> for TaskSnapshot {
         TaskSnapshot {
             id: model.id,
             kind: model.kind.clone(),
-            queue: model.queue.clone(),
-            status: model.status.clone(),
+            queue: Queue::from(model.queue).as_str().to_owned(),
+            status: TaskStatus::from(model.status).as_str().to_owned(),
             stage: model.stage.clone(),
             stages_done: model.stages_done,
             progress: model.progress.clone(),

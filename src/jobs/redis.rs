@@ -36,7 +36,7 @@ use super::{
     Jobs,
     bus::{Event, EventBus},
     dispatch::Dispatcher,
-    model::{Queue, TaskStatus},
+    model::Queue,
     outbox::Sink,
     store::{self, Claim},
 };
@@ -307,8 +307,8 @@ impl RedisDispatcher {
                 continue;
             }
             let stale = task::Entity::find()
-                .filter(task::Column::Queue.eq(queue.as_str()))
-                .filter(task::Column::Status.eq(TaskStatus::Queued.as_str()))
+                .filter(task::Column::Queue.eq(task::Queue::from(queue)))
+                .filter(task::Column::Status.eq(task::Status::Queued))
                 .filter(task::Column::RunAt.lt(cutoff))
                 .order_by_asc(task::Column::RunAt)
                 .limit(512)
@@ -337,7 +337,7 @@ impl Dispatcher for RedisDispatcher {
         for queue in Queue::ALL {
             let due: Vec<String> = tasks
                 .iter()
-                .filter(|task| task.queue == queue.as_str() && task.run_at <= now)
+                .filter(|task| Queue::from(task.queue) == queue && task.run_at <= now)
                 .map(|task| task.id.to_string())
                 .collect();
             if !due.is_empty() {
@@ -347,7 +347,7 @@ impl Dispatcher for RedisDispatcher {
         for task in tasks.iter().filter(|task| task.run_at > now) {
             pipe.zadd(
                 self.keys.delayed(),
-                format!("{}|{}", task.queue, task.id),
+                format!("{}|{}", Queue::from(task.queue).as_str(), task.id),
                 task.run_at.timestamp_millis(),
             )
             .ignore();

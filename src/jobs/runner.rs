@@ -16,7 +16,7 @@ use entity::task;
 use futures_util::FutureExt;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
-    Statement, TransactionTrait,
+    Statement,
 };
 use tokio::{
     sync::{OwnedSemaphorePermit, Semaphore, watch},
@@ -177,13 +177,13 @@ async fn run_task(
     stop: &watch::Receiver<bool>,
 ) -> Option<task::Model> {
     let settings = jobs.settings().clone();
-    let queue = task.queue.clone();
-    metrics::gauge!("trellis_tasks_running", "queue" => queue.clone()).increment(1.0);
+    let queue = Queue::from(task.queue).as_str();
+    metrics::gauge!("trellis_tasks_running", "queue" => queue).increment(1.0);
     if task.attempt_count == 1
         && let Some(started) = task.started_at
     {
         let pickup = (started - task.created_at).to_std().unwrap_or_default();
-        metrics::histogram!("trellis_task_pickup_seconds", "queue" => queue.clone())
+        metrics::histogram!("trellis_task_pickup_seconds", "queue" => queue)
             .record(pickup.as_secs_f64());
     }
 
@@ -241,12 +241,11 @@ async fn run_task(
             if ended.status.is_terminal()
                 && let (Some(started), Some(finished)) = (ended.started_at, ended.finished_at)
             {
-                metrics::histogram!("trellis_task_run_seconds", "queue" => queue.clone(), "status" => ended.status.as_str())
+                metrics::histogram!("trellis_task_run_seconds", "queue" => queue, "status" => ended.status.as_str())
                     .record((finished - started).to_std().unwrap_or_default().as_secs_f64());
             }
             if ended.status == TaskStatus::Queued && !released {
-                metrics::counter!("trellis_task_retries_total", "queue" => queue.clone())
-                    .increment(1);
+                metrics::counter!("trellis_task_retries_total", "queue" => queue).increment(1);
             }
             jobs.after_commit(ended.requeued.as_ref()).await;
         }
@@ -310,7 +309,7 @@ struct Ended {
 
 impl From<task::Model> for Ended {
     fn from(model: task::Model) -> Self {
-        let status = TaskStatus::parse(&model.status).unwrap_or(TaskStatus::Failed);
+        let status = TaskStatus::from(model.status);
         Ended {
             status,
             started_at: model.started_at,
@@ -373,7 +372,7 @@ async fn run_stages(
                     Some((total, result))
                         if run.txn.is_none() && run.progress.is_none() && task.scope.is_none() =>
                     {
-                        let queue = Queue::parse(&task.queue).unwrap_or(Queue::Short);
+                        let queue = Queue::from(task.queue);
                         let want_next = !*stop.borrow();
                         let ended = jobs
                             .finisher()
@@ -430,7 +429,7 @@ async fn commit_stage(
     if last.is_some() && run.txn.is_none() && run.task.scope.is_none() {
         // Nothing to check before the end: the outcome update is itself
         // conditional on our lease and records the stage.
-        run.txn = Some(run.db.begin().await?);
+        run.txn = Some(crate::db::begin_write(run.db).await?);
     }
     let worker = run.worker;
     let txn = run.txn().await?;
@@ -532,8 +531,8 @@ async fn reaper_loop(jobs: Jobs, mut stop: watch::Receiver<bool>) {
 async fn record_queue_depths(db: &DatabaseConnection) {
     for queue in Queue::ALL {
         let depth = task::Entity::find()
-            .filter(task::Column::Queue.eq(queue.as_str()))
-            .filter(task::Column::Status.eq(TaskStatus::Queued.as_str()))
+            .filter(task::Column::Queue.eq(task::Queue::from(queue)))
+            .filter(task::Column::Status.eq(task::Status::Queued))
             .count(db)
             .await;
         if let Ok(depth) = depth {
@@ -570,7 +569,7 @@ async fn fire_if_due(jobs: &Jobs, job: &Periodic) -> anyhow::Result<()> {
     let now = Utc::now();
     let period = policy::period_index(now.timestamp(), job.period);
     let db = jobs.db();
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let claimed = txn
         .execute_raw(Statement::from_sql_and_values(
             txn.get_database_backend(),

@@ -138,12 +138,14 @@ impl TaskHandler for ResourceTask {
             }
             "mutation" => {
                 let periodic = self.kind == ops::RECONCILE_KIND;
+                let own = (!periodic).then_some(run.task.generation).flatten();
                 let txn = run.txn().await?;
                 reconcile::lock_tree(txn).await?;
                 if periodic {
                     reconcile::forget_rejections(txn).await?;
                 }
-                serde_json::to_value(reconcile::apply_mutations(txn).await?).unwrap_or(Value::Null)
+                serde_json::to_value(reconcile::apply_mutations(txn, own).await?)
+                    .unwrap_or(Value::Null)
             }
             "finalizer" => {
                 if let Some(reason) = reconcile::rejection(run.db, run.task.id).await? {

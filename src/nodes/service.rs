@@ -8,7 +8,7 @@ use std::{collections::BTreeSet, sync::Arc};
 use entity::{node, node_tree, resource, task};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect, Statement, TransactionTrait,
+    QueryOrder, QuerySelect, Statement,
 };
 use uuid::Uuid;
 
@@ -22,7 +22,7 @@ use crate::{
     error::{AppError, AppResult},
     jobs::{
         Jobs,
-        model::{NewTask, TaskStatus},
+        model::NewTask,
         store::{self, Enqueued},
     },
 };
@@ -85,7 +85,7 @@ impl NodesService {
             self.db.execute_raw(record()).await?;
             return Ok(None);
         }
-        let txn = self.db.begin().await?;
+        let txn = crate::db::begin_write(&self.db).await?;
         // The tree's lock before the scope's, in the order a stage takes
         // them, so the two never wait for each other.
         reconcile::lock_tree(&txn).await?;
@@ -185,10 +185,7 @@ impl NodesService {
             .filter(task::Column::Id.is_in(missing.iter().copied()))
             .filter(task::Column::Kind.eq(ops::CREATE_KIND))
             .filter(task::Column::Generation.gt(applied))
-            .filter(
-                task::Column::Status
-                    .is_not_in([TaskStatus::Failed.as_str(), TaskStatus::Cancelled.as_str()]),
-            )
+            .filter(task::Column::Status.is_not_in([task::Status::Failed, task::Status::Cancelled]))
             .into_tuple::<Uuid>()
             .all(&self.db)
             .await?

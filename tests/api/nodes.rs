@@ -1212,14 +1212,17 @@ async fn a_panicking_engine_fails_its_task_once_and_records_it(backend: Backend)
             .await
             .unwrap()
             .unwrap();
-        if !["QUEUED", "RUNNING"].contains(&found.status.as_str()) {
+        if !matches!(
+            found.status,
+            entity::task::Status::Queued | entity::task::Status::Running
+        ) {
             task = Some(found);
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let task = task.expect("the task ends");
-    assert_eq!(task.status, "FAILED", "{task:?}");
+    assert_eq!(task.status, entity::task::Status::Failed, "{task:?}");
     assert_eq!(
         task.error.as_deref(),
         Some(jobs::runner::PANICKED),

@@ -73,7 +73,7 @@ pub fn claim_statement(
             }
         }
     };
-    Ok(stmt(backend, &sql, values))
+    Ok(Statement::from_sql_and_values(backend, sql, values))
 }
 
 /// Claims tasks for `worker`; see [`Claim`].

@@ -26,7 +26,7 @@ pub async fn enqueue(
         .unwrap_or_else(|| SYSTEM_OWNER.to_owned());
     let id = Uuid::now_v7();
 
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     if let Some(key) = &new.idempotency_key {
         // An expired key is forgotten, not reused against its old task.
         idempotency_key::Entity::delete_many()
@@ -78,12 +78,12 @@ fn new_task_row(
     task::ActiveModel {
         id: Set(id),
         kind: Set(new.kind.to_owned()),
-        queue: Set(new.queue.as_str().to_owned()),
+        queue: Set(new.queue.into()),
         payload: Set(new.payload.clone()),
         payload_hash: Set(policy::payload_hash(new.kind, &new.payload)),
         owner_id: Set(new.owner_id),
         idempotency_key: Set(new.idempotency_key.clone()),
-        status: Set(TaskStatus::Queued.as_str().to_owned()),
+        status: Set(task::Status::Queued),
         stage: Set(new.first_stage.map(str::to_owned)),
         stages_done: Set(0),
         progress: Set(None),
@@ -147,7 +147,7 @@ pub async fn insert_tasks(
         // size). Every column comes from here, so the rows are what
         // `models` says and need not travel back.
         let rows = serde_json::to_string(chunk).map_err(AppError::internal)?;
-        let insert = stmt(
+        let insert = Statement::from_sql_and_values(
             backend,
             "INSERT INTO tasks SELECT * FROM json_populate_recordset(NULL::tasks, $1::json) \
              RETURNING *",
@@ -248,10 +248,9 @@ pub async fn advance_generation(
     scope: &str,
     now: DateTime<Utc>,
 ) -> AppResult<i64> {
-    let backend = txn.get_database_backend();
     let row = txn
-        .query_one_raw(stmt(
-            backend,
+        .query_one_raw(crate::db::stmt(
+            txn,
             "INSERT INTO task_scopes (scope, generation, updated_at) VALUES ($1, 1, $2) \
              ON CONFLICT (scope) DO UPDATE SET generation = task_scopes.generation + 1, \
              updated_at = excluded.updated_at RETURNING generation",
@@ -272,9 +271,9 @@ pub async fn current_generation(txn: &impl ConnectionTrait, scope: &str) -> AppR
         ""
     };
     let row = txn
-        .query_one_raw(stmt(
-            backend,
-            &format!("SELECT generation FROM task_scopes WHERE scope = $1{lock}"),
+        .query_one_raw(crate::db::stmt(
+            txn,
+            format!("SELECT generation FROM task_scopes WHERE scope = $1{lock}"),
             vec![scope.into()],
         ))
         .await?;
@@ -297,8 +296,8 @@ pub struct Generations {
 /// The scope's generations (zero for a scope never used).
 pub async fn generations(db: &impl ConnectionTrait, scope: &str) -> AppResult<Generations> {
     let row = db
-        .query_one_raw(stmt(
-            db.get_database_backend(),
+        .query_one_raw(crate::db::stmt(
+            db,
             "SELECT generation, reconciled_generation FROM task_scopes WHERE scope = $1",
             vec![scope.into()],
         ))
@@ -319,8 +318,8 @@ pub async fn record_reconciled(
     scope: &str,
     generation: i64,
 ) -> AppResult<()> {
-    txn.execute_raw(stmt(
-        txn.get_database_backend(),
+    txn.execute_raw(crate::db::stmt(
+        txn,
         "UPDATE task_scopes SET reconciled_generation = $2 \
          WHERE scope = $1 AND reconciled_generation < $2",
         vec![scope.into(), generation.into()],

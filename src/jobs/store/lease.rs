@@ -45,12 +45,12 @@ pub fn held_by(id: Uuid, worker: &str) -> sea_orm::Condition {
 pub fn held(worker: &str) -> sea_orm::Condition {
     sea_orm::Condition::all()
         .add(task::Column::LeaseOwner.eq(worker))
-        .add(task::Column::Status.eq(TaskStatus::Running.as_str()))
+        .add(task::Column::Status.eq(task::Status::Running))
 }
 
 /// How opening a stage's transaction went.
 pub enum StageTxn {
-    Open(DatabaseTransaction),
+    Open(crate::db::WriteTxn),
     /// Someone asked to cancel the task; nothing was written.
     CancelRequested,
     /// The lease is no longer ours; nothing was written.
@@ -67,7 +67,7 @@ pub async fn begin_stage(
     stages_done: i32,
     next_stage: Option<&str>,
 ) -> AppResult<StageTxn> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let now = Utc::now();
     let updated = task::Entity::update_many()
         .col_expr(task::Column::StagesDone, Expr::value(stages_done))

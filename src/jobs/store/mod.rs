@@ -13,8 +13,7 @@ use chrono::{DateTime, Utc};
 use entity::{idempotency_key, task};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction,
-    DbBackend, EntityTrait, QueryFilter, QueryTrait, Set, SqlErr, Statement, TransactionTrait,
-    Value,
+    DbBackend, EntityTrait, QueryFilter, QueryTrait, Set, SqlErr, Statement, Value,
     sea_query::{Expr, ExprTrait},
 };
 use uuid::Uuid;
@@ -47,8 +46,4 @@ pub fn returning_all(backend: DbBackend, query: &impl QueryTrait) -> Statement {
     let mut statement = query.build(backend);
     statement.sql.push_str(" RETURNING *");
     statement
-}
-
-fn stmt(backend: DbBackend, sql: &str, values: Vec<Value>) -> Statement {
-    Statement::from_sql_and_values(backend, sql, values)
 }

@@ -18,7 +18,10 @@ pub fn outcome_update(outcome: &Finish, now: DateTime<Utc>) -> sea_orm::UpdateMa
         .col_expr(task::Column::UpdatedAt, Expr::value(now));
     let terminal = |update: sea_orm::UpdateMany<task::Entity>, status: TaskStatus| {
         update
-            .col_expr(task::Column::Status, Expr::value(status.as_str()))
+            .col_expr(
+                task::Column::Status,
+                Expr::value(task::Status::from(status)),
+            )
             .col_expr(task::Column::FinishedAt, Expr::value(now))
     };
     match outcome {
@@ -31,17 +34,11 @@ pub fn outcome_update(outcome: &Finish, now: DateTime<Utc>) -> sea_orm::UpdateMa
         Finish::Superseded => terminal(release, TaskStatus::Superseded),
         Finish::Cancelled => terminal(release, TaskStatus::Cancelled),
         Finish::Retry { error, run_at } => release
-            .col_expr(
-                task::Column::Status,
-                Expr::value(TaskStatus::Queued.as_str()),
-            )
+            .col_expr(task::Column::Status, Expr::value(task::Status::Queued))
             .col_expr(task::Column::Error, Expr::value(error.clone()))
             .col_expr(task::Column::RunAt, Expr::value(*run_at)),
         Finish::Release { run_at } => release
-            .col_expr(
-                task::Column::Status,
-                Expr::value(TaskStatus::Queued.as_str()),
-            )
+            .col_expr(task::Column::Status, Expr::value(task::Status::Queued))
             .col_expr(
                 task::Column::AttemptCount,
                 Expr::col(task::Column::AttemptCount).sub(1),
@@ -58,7 +55,7 @@ async fn apply_outcome(
     condition: sea_orm::Condition,
     outcome: &Finish,
 ) -> AppResult<Option<task::Model>> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let model = apply_outcome_in(&txn, id, condition, outcome, None).await?;
     if model.is_some() {
         txn.commit().await?;
@@ -127,7 +124,7 @@ pub async fn reap_expired_leases(
 ) -> AppResult<Vec<task::Model>> {
     let now = Utc::now();
     let expired = task::Entity::find()
-        .filter(task::Column::Status.eq(TaskStatus::Running.as_str()))
+        .filter(task::Column::Status.eq(task::Status::Running))
         .filter(task::Column::LeaseExpiresAt.lt(now))
         .all(db)
         .await?;
@@ -137,14 +134,14 @@ pub async fn reap_expired_leases(
         let error = format!("lease held by {stale_owner} expired (worker died or stalled)");
         // Conditional on the expiry we saw: a renewal in between wins.
         let still_expired = sea_orm::Condition::all()
-            .add(task::Column::Status.eq(TaskStatus::Running.as_str()))
+            .add(task::Column::Status.eq(task::Status::Running))
             .add(task::Column::LeaseExpiresAt.lt(now));
         if let Some(model) =
             apply_outcome(db, task.id, still_expired, &decide(&task, error)).await?
         {
-            metrics::counter!("trellis_task_lease_expirations_total", "queue" => model.queue.clone())
+            metrics::counter!("trellis_task_lease_expirations_total", "queue" => Queue::from(model.queue).as_str())
                 .increment(1);
-            tracing::warn!(task_id = %model.id, stale_owner, status = %model.status, "reclaimed an expired lease");
+            tracing::warn!(task_id = %model.id, stale_owner, status = TaskStatus::from(model.status).as_str(), "reclaimed an expired lease");
             reaped.push(model);
         }
     }
@@ -155,17 +152,14 @@ pub async fn reap_expired_leases(
 /// running. Terminal tasks are a conflict.
 pub async fn cancel(db: &DatabaseConnection, id: Uuid) -> AppResult<task::Model> {
     let now = Utc::now();
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let queued = task::Entity::update_many()
-        .col_expr(
-            task::Column::Status,
-            Expr::value(TaskStatus::Cancelled.as_str()),
-        )
+        .col_expr(task::Column::Status, Expr::value(task::Status::Cancelled))
         .col_expr(task::Column::FinishedAt, Expr::value(now))
         .col_expr(task::Column::UpdatedAt, Expr::value(now))
         .col_expr(task::Column::CancelRequested, Expr::value(true))
         .filter(task::Column::Id.eq(id))
-        .filter(task::Column::Status.eq(TaskStatus::Queued.as_str()))
+        .filter(task::Column::Status.eq(task::Status::Queued))
         .exec(&txn)
         .await?;
     if queued.rows_affected == 0 {
@@ -173,7 +167,7 @@ pub async fn cancel(db: &DatabaseConnection, id: Uuid) -> AppResult<task::Model>
             .col_expr(task::Column::CancelRequested, Expr::value(true))
             .col_expr(task::Column::UpdatedAt, Expr::value(now))
             .filter(task::Column::Id.eq(id))
-            .filter(task::Column::Status.eq(TaskStatus::Running.as_str()))
+            .filter(task::Column::Status.eq(task::Status::Running))
             .exec(&txn)
             .await?;
     }
@@ -181,12 +175,12 @@ pub async fn cancel(db: &DatabaseConnection, id: Uuid) -> AppResult<task::Model>
         .one(&txn)
         .await?
         .ok_or(AppError::NotFound("task"))?;
-    let status = TaskStatus::parse(&model.status).unwrap_or(TaskStatus::Failed);
+    let status = TaskStatus::from(model.status);
     if status.is_terminal() && queued.rows_affected == 0 {
         txn.rollback().await?;
         return Err(AppError::Conflict(format!(
             "task already finished ({})",
-            model.status
+            status.as_str()
         )));
     }
     emit_task_updated(&txn, &model).await?;
@@ -207,15 +201,12 @@ pub async fn end_covered(
 ) -> AppResult<usize> {
     let now = Utc::now();
     let mut ended = task::Entity::update_many()
-        .col_expr(
-            task::Column::Status,
-            Expr::value(TaskStatus::Superseded.as_str()),
-        )
+        .col_expr(task::Column::Status, Expr::value(task::Status::Superseded))
         .col_expr(task::Column::FinishedAt, Expr::value(now))
         .col_expr(task::Column::UpdatedAt, Expr::value(now))
         .filter(task::Column::Scope.eq(scope))
         .filter(task::Column::Generation.lte(generation))
-        .filter(task::Column::Status.eq(TaskStatus::Queued.as_str()))
+        .filter(task::Column::Status.eq(task::Status::Queued))
         .exec_with_returning(txn)
         .await?;
     for model in ended
@@ -224,10 +215,7 @@ pub async fn end_covered(
     {
         let reason = failed[&model.id].clone();
         if let Some(updated) = task::Entity::update_many()
-            .col_expr(
-                task::Column::Status,
-                Expr::value(TaskStatus::Failed.as_str()),
-            )
+            .col_expr(task::Column::Status, Expr::value(task::Status::Failed))
             .col_expr(task::Column::Error, Expr::value(reason))
             .filter(task::Column::Id.eq(model.id))
             .exec_with_returning(txn)

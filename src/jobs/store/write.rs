@@ -105,7 +105,7 @@ pub async fn write_tasks(
     if statements.len() == 1 && db.get_database_backend() == DbBackend::Postgres {
         return write_tasks_in(db, statements.remove(0)).await;
     }
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let mut models = Vec::new();
     for statement in statements {
         models.extend(write_tasks_in(&txn, statement).await?);

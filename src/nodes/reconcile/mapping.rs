@@ -144,7 +144,7 @@ pub async fn delete_orphans(
             txn,
             format!(
                 "INSERT INTO node_dirty_classes (class) VALUES {} ON CONFLICT DO NOTHING",
-                tuples(1, lost_classes.len(), 1)
+                db::placeholder_rows(1, lost_classes.len(), 1)
             ),
             lost_classes.into_iter().map(Value::from).collect(),
         ))

@@ -54,9 +54,9 @@ use super::{
     plan::{self, Candidate, NodeSpec},
 };
 use crate::{
-    db::placeholders,
+    db::{self, placeholders, stmt},
     error::{AppError, AppResult},
-    jobs::{model::TaskStatus, outbox, store},
+    jobs::{outbox, store},
 };
 
 mod mapping;
@@ -69,18 +69,6 @@ pub use self::{mapping::*, mutation::*, properties::*, status::*, topology::*};
 
 /// Rows per multi-row statement (well under either backend's parameter limit).
 const CHUNK: usize = 500;
-
-fn stmt(txn: &DatabaseTransaction, sql: impl Into<String>, values: Vec<Value>) -> Statement {
-    Statement::from_sql_and_values(txn.get_database_backend(), sql, values)
-}
-
-/// `($s, $s+1), ($s+2, $s+3), …`: `rows` tuples of `width`, from `$start`.
-fn tuples(start: usize, rows: usize, width: usize) -> String {
-    (0..rows)
-        .map(|row| format!("({})", placeholders(start + row * width, width)))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
 
 /// Runs `sql` once per chunk of `ids`, its `{}` replaced by the chunk's
 /// placeholders (numbered after `leading`, which every run binds first),
@@ -118,7 +106,7 @@ async fn update_nodes(
         values.extend(chunk.iter().flatten().cloned());
         let sql = format!(
             "UPDATE nodes SET {set} FROM (VALUES {}) AS v WHERE nodes.id = v.column1",
-            tuples(leading.len() + 1, chunk.len(), width)
+            db::placeholder_rows(leading.len() + 1, chunk.len(), width)
         );
         txn.execute_raw(stmt(txn, sql, values)).await?;
     }

@@ -34,14 +34,34 @@ pub struct MutationReport {
     pub generation: i64,
 }
 
+/// How many waiting requests one pass applies beyond its own: enough that a
+/// burst is merged into few passes, few enough that one stage transaction
+/// (and the mapping, topology and status work after it) stays bounded
+/// while tens of thousands of requests wait — the next pass takes the next
+/// slice.
+pub const MAX_REQUESTS_PER_PASS: i64 = 1_000;
+
+/// The newest generation a pass applies up to: every waiting request up to
+/// the newest accepted one, but never more than [`MAX_REQUESTS_PER_PASS`]
+/// past what is applied — except that a task's own request (`own`) is
+/// always included, so its pass makes it visible.
+pub fn pass_upper_bound(applied: i64, newest: i64, own: Option<i64>) -> i64 {
+    let bounded = applied.saturating_add(MAX_REQUESTS_PER_PASS);
+    newest.min(own.map_or(bounded, |own| bounded.max(own)))
+}
+
 /// Applies, in generation order, every accepted request of the scope that
-/// is not applied yet, up to the newest accepted one: this task's own,
-/// older ones whose tasks have not got here, and newer ones, so one pass
-/// covers everything waiting (a work queue that merges pending keys).
+/// is not applied yet, up to the newest accepted one (at most
+/// [`pass_upper_bound`]): this task's own (`own`, its generation), older
+/// ones whose tasks have not got here, and newer ones, so one pass covers
+/// everything waiting (a work queue that merges pending keys).
 /// A request applies entirely or not at all: one naming a resource that is
 /// gone is recorded in `resource_rejections`, and its task fails. Failed
 /// and cancelled requests are not applied. Runs under [`lock_tree`].
-pub async fn apply_mutations(txn: &DatabaseTransaction) -> AppResult<MutationReport> {
+pub async fn apply_mutations(
+    txn: &DatabaseTransaction,
+    own: Option<i64>,
+) -> AppResult<MutationReport> {
     let applied_row = txn
         .query_one_raw(stmt(
             txn,
@@ -55,22 +75,20 @@ pub async fn apply_mutations(txn: &DatabaseTransaction) -> AppResult<MutationRep
     // generation's allocation to its commit), so every request up to the
     // newest committed generation is visible here.
     let newest = store::generations(txn, ops::SCOPE).await?.latest;
+    let upper = pass_upper_bound(applied, newest, own);
     let mut report = MutationReport {
-        generation: applied.max(newest),
+        generation: applied.max(upper),
         ..MutationReport::default()
     };
-    if applied >= newest {
+    if applied >= upper {
         return Ok(report);
     }
     let pending = task::Entity::find()
         .filter(task::Column::Scope.eq(ops::SCOPE))
         .filter(task::Column::Kind.is_in(ops::KINDS.map(|(kind, _)| kind)))
         .filter(task::Column::Generation.gt(applied))
-        .filter(task::Column::Generation.lte(newest))
-        .filter(
-            task::Column::Status
-                .is_not_in([TaskStatus::Failed.as_str(), TaskStatus::Cancelled.as_str()]),
-        )
+        .filter(task::Column::Generation.lte(upper))
+        .filter(task::Column::Status.is_not_in([task::Status::Failed, task::Status::Cancelled]))
         .order_by_asc(task::Column::Generation)
         .all(txn)
         .await?;
@@ -97,7 +115,7 @@ pub async fn apply_mutations(txn: &DatabaseTransaction) -> AppResult<MutationRep
     txn.execute_raw(stmt(
         txn,
         "UPDATE node_tree SET applied_generation = $1 WHERE id = 1",
-        vec![newest.into()],
+        vec![upper.into()],
     ))
     .await?;
     Ok(report)
@@ -252,4 +270,27 @@ async fn replace_attributes(
     ))
     .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pass_takes_a_bounded_slice_that_always_holds_its_own_request() {
+        let limit = MAX_REQUESTS_PER_PASS;
+        // Little waiting: everything up to the newest.
+        assert_eq!(pass_upper_bound(10, 15, Some(12)), 15);
+        assert_eq!(pass_upper_bound(10, 15, None), 15);
+        // A long queue: one slice past what is applied.
+        assert_eq!(pass_upper_bound(0, 50_000, Some(1)), limit);
+        assert_eq!(pass_upper_bound(0, 50_000, None), limit);
+        // The task's own request is always in its pass, never past the newest.
+        assert_eq!(pass_upper_bound(0, 50_000, Some(40_000)), 40_000);
+        assert_eq!(pass_upper_bound(0, 50_000, Some(60_000)), 50_000);
+        // Already applied by another pass: it helps with the next slice.
+        assert_eq!(pass_upper_bound(5_000, 50_000, Some(10)), 5_000 + limit);
+        // Nothing waiting.
+        assert_eq!(pass_upper_bound(7, 7, Some(7)), 7);
+    }
 }

@@ -207,7 +207,7 @@ async fn write_pairs(
         }
         txn.execute_raw(stmt(
             txn,
-            sql.replace("{}", &tuples(1, chunk.len(), width)),
+            sql.replace("{}", &db::placeholder_rows(1, chunk.len(), width)),
             values,
         ))
         .await?;
@@ -278,7 +278,7 @@ async fn insert_level(
                     "INSERT INTO nodes (class, business_key, parent_id, path, depth, position_token, \
                      properties, partials, aggregated_status, created_at, updated_at) VALUES {} \
                      ON CONFLICT (business_key) DO NOTHING RETURNING id, business_key",
-                    tuples(1, chunk.len(), WIDTH)
+                    db::placeholder_rows(1, chunk.len(), WIDTH)
                 ),
                 values,
             ))
