@@ -300,6 +300,57 @@ fn uuid_array(ids: &[uuid::Uuid]) -> sea_orm::Value {
 mod tests {
     use super::*;
 
+    /// Writers queue for their turn in the process instead of in SQLite's
+    /// busy handler: with a busy timeout far shorter than the first
+    /// writer holds the lock, every other writer still commits (without
+    /// the gate they gave up with "database is locked").
+    #[tokio::test]
+    async fn sqlite_writers_wait_their_turn_instead_of_failing_busy() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("gate.db").display());
+        let mut options = ConnectOptions::new(url);
+        options.max_connections(10).sqlx_logging(false);
+        options.map_sqlx_sqlite_opts(|opts| {
+            opts.journal_mode(SqliteJournalMode::Wal)
+                .busy_timeout(Duration::from_millis(20))
+        });
+        let db = sea_orm::Database::connect(options).await.unwrap();
+        db.execute_unprepared("CREATE TABLE t (n INTEGER)")
+            .await
+            .unwrap();
+
+        let held = begin_write(&db).await.unwrap();
+        held.execute_unprepared("INSERT INTO t VALUES (0)")
+            .await
+            .unwrap();
+        let writers: Vec<_> = (1..=8)
+            .map(|n| {
+                let db = db.clone();
+                tokio::spawn(async move {
+                    let txn = begin_write(&db).await?;
+                    txn.execute_unprepared(&format!("INSERT INTO t VALUES ({n})"))
+                        .await?;
+                    txn.commit().await
+                })
+            })
+            .collect();
+        // The first writer holds the lock ten times SQLite's busy timeout.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        held.commit().await.unwrap();
+        for writer in writers {
+            writer.await.unwrap().expect("a waiting writer commits");
+        }
+        let row = db
+            .query_one_raw(Statement::from_string(
+                DbBackend::Sqlite,
+                "SELECT COUNT(*) AS n FROM t",
+            ))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(row.try_get::<i64>("", "n").unwrap(), 9);
+    }
+
     #[test]
     fn placeholder_rows_number_each_row_after_the_last() {
         assert_eq!(placeholder_rows(1, 2, 2), "($1, $2), ($3, $4)");
