@@ -10,7 +10,7 @@ use anyhow::Context;
 use axum::{
     Json, Router,
     extract::{DefaultBodyLimit, MatchedPath, Request},
-    http::{HeaderValue, Method, StatusCode, header},
+    http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
 };
@@ -40,6 +40,7 @@ use crate::{
     },
     http::{
         Web,
+        frontend::Frontend,
         ops::{self, Ops},
     },
     jobs::{self, Jobs},
@@ -168,6 +169,7 @@ impl App {
         let domains = self.domains.clone();
         Arc::new(move |data: &mut async_graphql::Data| {
             data.insert(jobs.clone());
+            data.insert(jobs::graphql::TaskRows::new(&db));
             data.insert(auth.clone());
             data.insert(db.clone());
             for domain in &domains {
@@ -179,6 +181,7 @@ impl App {
     /// Every route: the platform's, then each domain's.
     pub fn router(&self) -> Router {
         let config = &self.config;
+        let frontend = Frontend::new(config.web_dir.clone());
         let mut router = Router::new()
             .merge(crate::graphql::http::routes(Endpoint {
                 schema: self.schema.clone(),
@@ -187,7 +190,9 @@ impl App {
                 max_body_bytes: config.max_body_bytes,
                 max_batch: config.graphql_max_batch,
                 ws_limits: config.ws_limits(),
+                frontend: frontend.clone(),
             }))
+            .merge(frontend.routes())
             .merge(jobs::http::routes(self.web.clone(), self.jobs.clone()))
             .merge(ops::routes(Ops {
                 web: self.web.clone(),
@@ -201,7 +206,11 @@ impl App {
             router = router.merge(domain.routes());
         }
         router
-            .fallback(not_found)
+            // The web client for pages outside the API, else a JSON 404.
+            .fallback(move |method: Method, uri: Uri, headers: HeaderMap| {
+                let frontend = frontend.clone();
+                async move { frontend.fallback(&method, &uri, &headers) }
+            })
             .method_not_allowed_fallback(method_not_allowed)
             .layer(DefaultBodyLimit::max(config.max_body_bytes))
             .layer(middleware::from_fn(track_http))
@@ -253,14 +262,6 @@ fn cors(config: &Config) -> CorsLayer {
         base.allow_origin(AllowOrigin::list(list))
             .allow_credentials(true)
     }
-}
-
-async fn not_found() -> Response {
-    (
-        StatusCode::NOT_FOUND,
-        Json(json!({ "errors": [{ "message": "no such route", "extensions": { "code": "NOT_FOUND" } }] })),
-    )
-        .into_response()
 }
 
 async fn method_not_allowed() -> Response {

@@ -171,6 +171,11 @@ pub struct Config {
     )]
     pub cors_allowed_origins: Vec<String>,
 
+    /// Serve the web client from this folder (a built `frontend/dist`)
+    /// instead of the copy embedded in the binary: for developing the client.
+    #[arg(long, env = "TRELLIS_WEB_DIR", global = true)]
+    pub web_dir: Option<std::path::PathBuf>,
+
     /// Bearer token `GET /metrics` requires (`Authorization: Bearer …`).
     /// Unset: no token, only the address check below.
     #[arg(

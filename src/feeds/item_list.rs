@@ -142,18 +142,19 @@ impl FeedsService {
         Ok((rows, next))
     }
 
-    /// The user's matching items, newest first, as a connection.
+    /// The user's matching items in `order`, as a connection.
     pub async fn item_connection<N: OutputType>(
         &self,
         user: Uuid,
         query: &ItemQuery,
+        order: ItemOrder,
         page: PageRequest,
         node: impl Fn(item::Model) -> N,
     ) -> AppResult<KeysetConnection<N>> {
         paginate(
             self.db(),
             self.select_items(user, query),
-            ItemOrder::NewestFirst.keyset(),
+            order.keyset(),
             page,
             item_key,
             node,

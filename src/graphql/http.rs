@@ -10,13 +10,13 @@
 
 use std::sync::Arc;
 
-use async_graphql::{BatchRequest, Data, Executor, http::GraphiQLSource};
+use async_graphql::{BatchRequest, Data, Executor};
 use axum::{
     Json, Router,
     body::Bytes,
     extract::{FromRef, State, WebSocketUpgrade, rejection::BytesRejection},
     http::{HeaderMap, HeaderValue, StatusCode, header},
-    response::{Html, IntoResponse, Response},
+    response::{IntoResponse, Response},
     routing::get,
 };
 use serde_json::json;
@@ -24,7 +24,7 @@ use serde_json::json;
 use super::ws::{self, WsLimits};
 use crate::{
     error::AppError,
-    http::{Web, client::RequestMeta, identify},
+    http::{Web, client::RequestMeta, frontend::Frontend, identify},
 };
 
 /// Puts what one operation's resolvers read into its data: every domain's
@@ -43,6 +43,8 @@ pub struct Endpoint<E> {
     /// `TRELLIS_GRAPHQL_MAX_BATCH`.
     pub max_batch: usize,
     pub ws_limits: WsLimits,
+    /// The web client's build, which holds the playground's page.
+    pub frontend: Frontend,
 }
 
 impl<E> FromRef<Endpoint<E>> for Web {
@@ -54,7 +56,7 @@ impl<E> FromRef<Endpoint<E>> for Web {
 /// `/graphql` (POST and GraphiQL) and `/graphql/ws`.
 pub fn routes<E: Executor>(endpoint: Endpoint<E>) -> Router {
     Router::new()
-        .route("/graphql", get(graphiql).post(graphql_post::<E>))
+        .route("/graphql", get(graphiql::<E>).post(graphql_post::<E>))
         .route("/graphql/ws", get(graphql_ws::<E>))
         .with_state(endpoint)
 }
@@ -156,31 +158,11 @@ async fn graphql_post<E: Executor>(
     http
 }
 
-/// `GET /graphql`: the GraphiQL playground.
-async fn graphiql() -> impl IntoResponse {
-    static PAGE: std::sync::OnceLock<(String, HeaderValue)> = std::sync::OnceLock::new();
-    let (page, policy) = PAGE.get_or_init(|| {
-        let page = GraphiQLSource::build()
-            .endpoint("/graphql")
-            .subscription_endpoint("/graphql/ws")
-            .title("Trellis GraphiQL")
-            .finish();
-        // The page's own inline script and style run; nothing injected does.
-        let scripts = crate::http::headers::inline_hashes(&page, "script").join(" ");
-        let styles = crate::http::headers::inline_hashes(&page, "style").join(" ");
-        let policy = format!(
-            "default-src 'none'; script-src {scripts} https://unpkg.com; \
-             style-src {styles} 'unsafe-inline' https://unpkg.com; font-src https://unpkg.com data:; \
-             img-src 'self' data: https://graphql.org; connect-src 'self'; \
-             frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-        );
-        let policy = HeaderValue::from_str(&policy).expect("a CSP of ASCII source expressions");
-        (page, policy)
-    });
-    (
-        [(header::CONTENT_SECURITY_POLICY, policy.clone())],
-        Html(page.clone()),
-    )
+/// `GET /graphql`: the GraphiQL playground, built into the web client
+/// (`frontend/src/graphiql/`) and served from our own `/assets/`: it works
+/// offline and loads nothing from another origin.
+async fn graphiql<E: Executor>(State(state): State<Endpoint<E>>) -> Response {
+    state.frontend.page("graphiql.html")
 }
 
 /// `GET /graphql/ws`: GraphQL over WebSocket (`graphql-transport-ws`; the

@@ -2,6 +2,7 @@
 
 pub mod body;
 pub mod client;
+pub mod frontend;
 pub mod headers;
 pub mod ops;
 pub mod path;

@@ -1,7 +1,12 @@
 //! GraphQL surface of the runner: `task`, `tasks`, `cancelTask`,
 //! `probeTask`, and the `taskUpdated` / `events` subscriptions.
 
-use async_graphql::{Context, ID, InputObject, Json, Object, SimpleObject, Subscription};
+use std::sync::Arc;
+
+use async_graphql::{
+    ComplexObject, Context, ID, InputObject, Json, Object, SimpleObject, Subscription,
+    dataloader::DataLoader,
+};
 use chrono::{DateTime, Utc};
 use entity::task;
 use futures_util::Stream;
@@ -11,7 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
 use super::{
-    Jobs,
+    Jobs, QueueStats,
     bus::Event,
     model::{NewTask, Queue, TASK_UPDATED, TaskRecord, TaskStatus},
     probe,
@@ -20,6 +25,7 @@ use crate::{
     error::{AppError, AppResult},
     graphql::{
         context::ContextExt,
+        loaders::ById,
         pagination::{KeyValue, Keyset, KeysetConnection, PageRequest, paginate},
         subscription::follow,
     },
@@ -31,6 +37,7 @@ pub fn parse_id(field: &'static str, id: &ID) -> AppResult<Uuid> {
 
 /// A background task, as the API (GraphQL, `GET /tasks/{id}`, events) shows it.
 #[derive(SimpleObject, Clone, Debug)]
+#[graphql(complex)]
 pub struct Task {
     pub id: ID,
     /// What the task does, e.g. `feeds.pull` or `nodes.reconcile`.
@@ -88,6 +95,36 @@ impl From<TaskRecord> for Task {
             started_at: record.started_at,
             finished_at: record.finished_at,
         }
+    }
+}
+
+crate::keyed!(task::Entity, Uuid, Id, id);
+
+/// Task rows by id, for the fields of `Task` that read more of the row
+/// than its events carry: one fresh loader per request.
+pub struct TaskRows(pub DataLoader<ById<task::Entity>>);
+
+impl TaskRows {
+    pub fn new(db: &sea_orm::DatabaseConnection) -> Arc<Self> {
+        Arc::new(TaskRows(DataLoader::new(ById::new(db), tokio::spawn)))
+    }
+}
+
+#[ComplexObject]
+impl Task {
+    /// How many stages the task runs in all, so `stagesDone` reads as
+    /// progress (its kind's stages; a probe's from its input). Null when
+    /// this server does not know the kind, or the task is gone.
+    async fn stages_total(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<i32>> {
+        let id = parse_id("id", &self.id)?;
+        let rows = ctx.service::<Arc<TaskRows>>()?;
+        let Some(row) = rows.0.load_one(id).await? else {
+            return Ok(None);
+        };
+        Ok(jobs(ctx)?
+            .registry()
+            .get(&row.kind)
+            .map(|handler| handler.stages(&row).len() as i32))
     }
 }
 
@@ -172,6 +209,13 @@ impl JobsQuery {
             Some(model) => Ok(Some(Task::from(jobs.view(&model).await?))),
             None => Ok(None),
         }
+    }
+
+    /// Each queue's load: tasks waiting (and held back) and running —
+    /// your own, or everyone's for admins.
+    async fn queue_stats(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<QueueStats>> {
+        let viewer = ctx.viewer()?;
+        Ok(jobs(ctx)?.queue_stats(viewer.audience()).await?)
     }
 
     /// Tasks, newest first: your own, or all for admins.

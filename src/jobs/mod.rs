@@ -329,6 +329,60 @@ impl Jobs {
         Ok(task)
     }
 
+    /// Per queue, how many of the audience's tasks wait (and of those,
+    /// how many are held back until a later `run_at`: retry backoff or a
+    /// deferred pull) and how many run now: two grouped counts.
+    pub async fn queue_stats(&self, audience: Audience) -> AppResult<Vec<QueueStats>> {
+        use sea_orm::{ExprTrait, QuerySelect, sea_query::Expr};
+
+        let counts: Vec<(String, String, i64)> = self
+            .visible_tasks(audience)
+            .select_only()
+            .column(task::Column::Queue)
+            .column(task::Column::Status)
+            .column_as(Expr::col(task::Column::Id).count(), "n")
+            .filter(
+                task::Column::Status
+                    .is_in([TaskStatus::Queued.as_str(), TaskStatus::Running.as_str()]),
+            )
+            .group_by(task::Column::Queue)
+            .group_by(task::Column::Status)
+            .into_tuple()
+            .all(&self.inner.db)
+            .await?;
+        let delayed: Vec<(String, i64)> = self
+            .visible_tasks(audience)
+            .select_only()
+            .column(task::Column::Queue)
+            .column_as(Expr::col(task::Column::Id).count(), "n")
+            .filter(task::Column::Status.eq(TaskStatus::Queued.as_str()))
+            .filter(task::Column::RunAt.gt(chrono::Utc::now()))
+            .group_by(task::Column::Queue)
+            .into_tuple()
+            .all(&self.inner.db)
+            .await?;
+        Ok(Queue::ALL
+            .into_iter()
+            .map(|queue| {
+                let count = |status: TaskStatus| {
+                    counts
+                        .iter()
+                        .find(|(q, s, _)| q == queue.as_str() && s == status.as_str())
+                        .map_or(0, |(_, _, n)| *n)
+                };
+                QueueStats {
+                    queue,
+                    queued: count(TaskStatus::Queued),
+                    running: count(TaskStatus::Running),
+                    delayed: delayed
+                        .iter()
+                        .find(|(q, _)| q == queue.as_str())
+                        .map_or(0, |(_, n)| *n),
+                }
+            })
+            .collect())
+    }
+
     /// The tasks the audience may list.
     pub fn visible_tasks(&self, audience: Audience) -> sea_orm::Select<task::Entity> {
         let select = task::Entity::find();
@@ -372,6 +426,19 @@ impl Jobs {
         }
         handles
     }
+}
+
+/// One queue's load, as `queueStats` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, async_graphql::SimpleObject)]
+pub struct QueueStats {
+    pub queue: Queue,
+    /// Tasks waiting for a worker (including those held back).
+    pub queued: i64,
+    /// Of the waiting tasks, those not due before a later instant (retry
+    /// backoff, a deferred pull).
+    pub delayed: i64,
+    /// Tasks a worker holds now.
+    pub running: i64,
 }
 
 /// The registry of every built-in task kind.

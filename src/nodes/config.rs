@@ -37,8 +37,30 @@ const MAX_DEPTH: usize = 32;
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct FileConfig {
     max_fixpoint_iterations: Option<u32>,
+    /// What each status value means (`[[statusScale]]` tables); the
+    /// default is [`default_status_scale`].
+    status_scale: Option<Vec<StatusLevel>>,
     #[serde(default)]
     classes: Vec<FileClass>,
+}
+
+/// One value of the status scale and what it means to people.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatusLevel {
+    pub value: i32,
+    pub label: String,
+}
+
+/// The scale of the shipped configuration: a severity, higher is worse.
+pub fn default_status_scale() -> Vec<StatusLevel> {
+    [(0, "healthy"), (1, "degraded"), (2, "failing"), (3, "down")]
+        .into_iter()
+        .map(|(value, label)| StatusLevel {
+            value,
+            label: label.to_owned(),
+        })
+        .collect()
 }
 
 #[derive(Debug, Deserialize)]
@@ -96,6 +118,8 @@ pub struct NodeConfig {
     /// For each class, the classes that depend on it.
     dependents: Vec<Vec<usize>>,
     pub max_fixpoint_iterations: u32,
+    /// Status values in increasing severity, each with its label.
+    pub status_scale: Vec<StatusLevel>,
     /// Attributes some position template reads: changing one may remap a
     /// resource.
     pub token_attributes: BTreeSet<String>,
@@ -217,6 +241,24 @@ fn validate(file: FileConfig) -> Result<NodeConfig, ConfigError> {
             "maxFixpointIterations",
             format!("must be between 1 and {MAX_FIXPOINT_ITERATIONS}"),
         );
+    }
+
+    let mut status_scale = file.status_scale.unwrap_or_else(default_status_scale);
+    status_scale.sort_by_key(|level| level.value);
+    if status_scale.is_empty() {
+        problem(None, "statusScale", "list at least one status".into());
+    }
+    if status_scale
+        .windows(2)
+        .any(|pair| pair[0].value == pair[1].value)
+    {
+        problem(None, "statusScale", "each value may appear once".into());
+    }
+    if status_scale
+        .iter()
+        .any(|level| level.label.trim().is_empty() || level.label.chars().count() > 40)
+    {
+        problem(None, "statusScale", "labels must be 1–40 characters".into());
     }
 
     let mut by_name: HashMap<String, usize> = HashMap::new();
@@ -439,6 +481,7 @@ fn validate(file: FileConfig) -> Result<NodeConfig, ConfigError> {
         units,
         dependents,
         max_fixpoint_iterations,
+        status_scale,
         token_attributes,
     })
 }
@@ -467,6 +510,43 @@ mod tests {
                 assert!(config.class_index(parent).unwrap() < i);
             }
         }
+    }
+
+    #[test]
+    fn the_status_scale_is_read_sorted_or_defaults_to_the_severities() {
+        let class = "[[classes]]\nname = \"region\"\nposition = \"{region}\"\n";
+        let shipped = NodeConfig::parse(class).unwrap();
+        let labels: Vec<_> = shipped
+            .status_scale
+            .iter()
+            .map(|level| (level.value, level.label.as_str()))
+            .collect();
+        assert_eq!(
+            labels,
+            [(0, "healthy"), (1, "degraded"), (2, "failing"), (3, "down")]
+        );
+        let custom = NodeConfig::parse(&format!(
+            "statusScale = [{{ value = 5, label = \"on fire\" }}, {{ value = 0, label = \"fine\" }}]\n{class}"
+        ))
+        .unwrap();
+        assert_eq!(custom.status_scale[0].label, "fine");
+        assert_eq!(custom.status_scale[1].value, 5);
+        assert_eq!(
+            problems(&format!(
+                "statusScale = [{{ value = 1, label = \"a\" }}, {{ value = 1, label = \"b\" }}]\n{class}"
+            )),
+            ["`statusScale`: each value may appear once"]
+        );
+        assert_eq!(
+            problems(&format!("statusScale = []\n{class}")),
+            ["`statusScale`: list at least one status"]
+        );
+        assert_eq!(
+            problems(&format!(
+                "statusScale = [{{ value = 1, label = \" \" }}]\n{class}"
+            )),
+            ["`statusScale`: labels must be 1–40 characters"]
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_graphql::{
-    ComplexObject, Context, ID, InputObject, Json, Object, SimpleObject, Subscription,
+    ComplexObject, Context, Enum, ID, InputObject, Json, Object, SimpleObject, Subscription,
 };
 use chrono::{DateTime, Utc};
 use entity::{node, resource};
@@ -15,8 +15,8 @@ use serde_json::{Map, Value};
 
 use super::{
     NODE_STATUS_CHANGED,
-    config::NodeConfig,
-    loaders::NodeLoaders,
+    config::{NodeConfig, StatusLevel},
+    loaders::{ChildView, NodeLoaders},
     ops::{Operation, Replacement},
     plan,
     service::{MAX_LIST, MAX_TREE_NODES, NodesService},
@@ -158,7 +158,11 @@ impl Node {
             .map(Node::from))
     }
 
-    /// Children in id order (at most `first`, ≤ 1000).
+    /// Children (at most `first`, ≤ 1000): in id order, or with
+    /// `order: WORST_FIRST` by aggregated status, worst first (then id);
+    /// only those at least `minAggregatedStatus` when given. Page on with
+    /// `after`: the id of the last child received (`NOT_FOUND` once that
+    /// child is gone from this parent).
     #[graphql(
         complexity = "crate::graphql::pagination::list_cost(MAX_LIST, first, child_complexity)"
     )]
@@ -166,16 +170,58 @@ impl Node {
         &self,
         ctx: &Context<'_>,
         #[graphql(default = 100)] first: i32,
+        min_aggregated_status: Option<i32>,
+        #[graphql(default)] order: ChildOrder,
+        after: Option<ID>,
     ) -> async_graphql::Result<Vec<Node>> {
-        let key = (node_id("id", &self.id)?, limit(Some(first), 100));
-        Ok(loaders(ctx)?
+        let parent = node_id("id", &self.id)?;
+        let loaders = loaders(ctx)?;
+        let after = match after {
+            Some(after) => {
+                let sibling = loaders
+                    .nodes
+                    .load_one(node_id("after", &after)?)
+                    .await?
+                    .filter(|sibling| sibling.parent_id == Some(parent))
+                    .ok_or(AppError::NotFound("child node `after`"))?;
+                Some((sibling.aggregated_status, sibling.id))
+            }
+            None => None,
+        };
+        let view = ChildView {
+            min_aggregated_status,
+            worst_first: order == ChildOrder::WorstFirst,
+            after,
+        };
+        Ok(loaders
             .node_children
-            .load_one(key)
+            .load_one((parent, limit(Some(first), 100), view))
             .await?
             .unwrap_or_default()
             .into_iter()
             .map(Node::from)
             .collect())
+    }
+
+    /// How many children the node has (all of them, whatever a filter).
+    async fn child_count(&self, ctx: &Context<'_>) -> async_graphql::Result<i64> {
+        Ok(loaders(ctx)?
+            .child_summaries
+            .load_one(node_id("id", &self.id)?)
+            .await?
+            .unwrap_or_default()
+            .count)
+    }
+
+    /// The worst aggregated status among the children (null without
+    /// children): what a collapsed branch hides.
+    async fn worst_child_status(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<i32>> {
+        Ok(loaders(ctx)?
+            .child_summaries
+            .load_one(node_id("id", &self.id)?)
+            .await?
+            .unwrap_or_default()
+            .worst)
     }
 
     /// Ancestors, root first (read from the node's path).
@@ -208,6 +254,34 @@ impl Node {
             .into_iter()
             .map(Resource::from)
             .collect())
+    }
+}
+
+/// The order of `Node.children`.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Default)]
+pub enum ChildOrder {
+    /// By id: creation order (the default).
+    #[default]
+    Id,
+    /// Worst aggregated status first, then by id.
+    WorstFirst,
+}
+
+/// One value of the status scale (`nodeConfig.statusScale`).
+#[derive(SimpleObject)]
+#[graphql(name = "StatusLevel")]
+pub struct StatusLevelView {
+    pub value: i32,
+    /// What the value means, e.g. `failing`.
+    pub label: String,
+}
+
+impl From<&StatusLevel> for StatusLevelView {
+    fn from(level: &StatusLevel) -> Self {
+        StatusLevelView {
+            value: level.value,
+            label: level.label.clone(),
+        }
     }
 }
 
@@ -255,6 +329,9 @@ pub struct NodeConfigView {
     pub max_fixpoint_iterations: i32,
     /// Attributes position templates read (changing one needs Update B).
     pub position_attributes: Vec<String>,
+    /// What each status value means, least severe first (the
+    /// configuration's `statusScale`).
+    pub status_scale: Vec<StatusLevelView>,
 }
 
 impl From<&NodeConfig> for NodeConfigView {
@@ -283,6 +360,11 @@ impl From<&NodeConfig> for NodeConfigView {
                 .collect(),
             max_fixpoint_iterations: config.max_fixpoint_iterations as i32,
             position_attributes: config.token_attributes.iter().cloned().collect(),
+            status_scale: config
+                .status_scale
+                .iter()
+                .map(StatusLevelView::from)
+                .collect(),
         }
     }
 }

@@ -19,6 +19,7 @@ keyed!(node::Entity, i64, Id, id);
 pub struct NodeLoaders {
     pub nodes: DataLoader<ById<node::Entity>>,
     pub node_children: DataLoader<ChildrenLoader>,
+    pub child_summaries: DataLoader<ChildSummaryLoader>,
     pub node_resources: DataLoader<NodeResourcesLoader>,
     pub resource_nodes: DataLoader<ResourceNodesLoader>,
 }
@@ -28,32 +29,127 @@ impl NodeLoaders {
         Arc::new(NodeLoaders {
             nodes: DataLoader::new(ById::new(db), tokio::spawn),
             node_children: DataLoader::new(ChildrenLoader(db.clone()), tokio::spawn),
+            child_summaries: DataLoader::new(ChildSummaryLoader(db.clone()), tokio::spawn),
             node_resources: DataLoader::new(NodeResourcesLoader(db.clone()), tokio::spawn),
             resource_nodes: DataLoader::new(ResourceNodesLoader(db.clone()), tokio::spawn),
         })
     }
 }
 
-/// Children of nodes, in id order, keyed by (parent id, at most how many):
-/// one query for every node on the page.
+/// Which of a node's children, in which order: `Node.children`'s
+/// arguments. Every value is an integer, written into the SQL as such.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ChildView {
+    /// Only children whose aggregated status is at least this.
+    pub min_aggregated_status: Option<i32>,
+    /// Worst first (aggregated status descending, then id); else id order.
+    pub worst_first: bool,
+    /// Only children after this one in the order: its (aggregated status, id).
+    pub after: Option<(i32, i64)>,
+}
+
+impl ChildView {
+    fn order(&self) -> &'static str {
+        if self.worst_first {
+            "aggregated_status DESC, id"
+        } else {
+            "id"
+        }
+    }
+
+    fn conditions(&self) -> String {
+        let mut sql = String::new();
+        if let Some(min) = self.min_aggregated_status {
+            sql.push_str(&format!(" AND aggregated_status >= {min}"));
+        }
+        match (self.after, self.worst_first) {
+            (Some((status, id)), true) => sql.push_str(&format!(
+                " AND (aggregated_status < {status} OR (aggregated_status = {status} AND id > {id}))"
+            )),
+            (Some((_, id)), false) => sql.push_str(&format!(" AND id > {id}")),
+            (None, _) => {}
+        }
+        sql
+    }
+}
+
+/// Children of nodes, keyed by (parent id, at most how many, which and in
+/// what order): one query per distinct view for every node on the page.
 pub struct ChildrenLoader(DatabaseConnection);
 
-impl Loader<(i64, u64)> for ChildrenLoader {
+impl Loader<(i64, u64, ChildView)> for ChildrenLoader {
     type Value = Vec<node::Model>;
     type Error = Arc<sea_orm::DbErr>;
 
     async fn load(
         &self,
-        keys: &[(i64, u64)],
-    ) -> Result<HashMap<(i64, u64), Self::Value>, Self::Error> {
-        limited_per_key(
-            &self.0,
-            "SELECT * FROM (SELECT nodes.*, parent_id AS link, ROW_NUMBER() OVER \
-             (PARTITION BY parent_id ORDER BY id) AS row_in_parent FROM nodes \
-             WHERE parent_id IN ({})) AS ranked WHERE row_in_parent <= $1 ORDER BY link, id",
-            keys,
-        )
-        .await
+        keys: &[(i64, u64, ChildView)],
+    ) -> Result<HashMap<(i64, u64, ChildView), Self::Value>, Self::Error> {
+        let mut views: HashMap<ChildView, Vec<(i64, u64)>> = HashMap::new();
+        for &(parent, limit, view) in keys {
+            views.entry(view).or_default().push((parent, limit));
+        }
+        let mut found = HashMap::new();
+        for (view, parents) in views {
+            let order = view.order();
+            let sql = format!(
+                "SELECT * FROM (SELECT nodes.*, parent_id AS link, ROW_NUMBER() OVER \
+                 (PARTITION BY parent_id ORDER BY {order}) AS row_in_parent FROM nodes \
+                 WHERE parent_id IN ({{}}){conditions}) AS ranked WHERE row_in_parent <= $1 \
+                 ORDER BY link, {order}",
+                conditions = view.conditions(),
+            );
+            for ((parent, limit), rows) in limited_per_key(&self.0, &sql, &parents).await? {
+                found.insert((parent, limit, view), rows);
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// How many children a node has, and the worst of their aggregated
+/// statuses: what a collapsed row shows before it is expanded.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ChildSummary {
+    pub count: i64,
+    pub worst: Option<i32>,
+}
+
+/// Child summaries of nodes: one grouped query for every node on the page.
+pub struct ChildSummaryLoader(DatabaseConnection);
+
+impl Loader<i64> for ChildSummaryLoader {
+    type Value = ChildSummary;
+    type Error = Arc<sea_orm::DbErr>;
+
+    async fn load(&self, keys: &[i64]) -> Result<HashMap<i64, Self::Value>, Self::Error> {
+        let backend = self.0.get_database_backend();
+        let sql = format!(
+            "SELECT parent_id, COUNT(*) AS children, MAX(aggregated_status) AS worst \
+             FROM nodes WHERE parent_id IN ({}) GROUP BY parent_id",
+            crate::db::placeholders(1, keys.len())
+        );
+        let values: Vec<sea_orm::Value> = keys.iter().map(|&id| id.into()).collect();
+        let rows = self
+            .0
+            .query_all_raw(Statement::from_sql_and_values(backend, sql, values))
+            .await?;
+        let mut found: HashMap<i64, ChildSummary> = keys
+            .iter()
+            .map(|&key| (key, ChildSummary::default()))
+            .collect();
+        for row in rows {
+            let parent: i64 = row.try_get("", "parent_id")?;
+            let worst: Option<i32> = row.try_get("", "worst")?;
+            found.insert(
+                parent,
+                ChildSummary {
+                    count: row.try_get("", "children")?,
+                    worst,
+                },
+            );
+        }
+        Ok(found)
     }
 }
 

@@ -16,7 +16,6 @@ on_both_backends!(
     alias_and_batch_floods_are_refused,
     bad_argument_types_are_bad_user_input,
     batched_operations_each_get_an_answer,
-    graphiql_is_served,
 );
 
 async fn raw(app: &TestApp, content_type: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
@@ -167,12 +166,4 @@ async fn batched_operations_each_get_an_answer(backend: Backend) {
         body[1]["errors"][0]["extensions"]["code"],
         "GRAPHQL_VALIDATION_FAILED"
     );
-}
-
-async fn graphiql_is_served(backend: Backend) {
-    let app = spawn_app(backend).await;
-    let response = app.client.get(app.url("/graphql")).send().await.unwrap();
-    assert_eq!(response.status(), 200);
-    let html = response.text().await.unwrap();
-    assert!(html.contains("graphiql") && html.contains("/graphql/ws"));
 }

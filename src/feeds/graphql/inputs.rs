@@ -12,6 +12,25 @@ pub struct ItemFilter {
     pub query: Option<String>,
 }
 
+/// The order of `items`: by `pubDate`, the id breaking ties.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Default)]
+pub enum ItemSort {
+    /// Newest first (the default).
+    #[default]
+    NewestFirst,
+    /// Oldest first: read a backlog in the order it was written.
+    OldestFirst,
+}
+
+impl From<ItemSort> for super::super::item_list::ItemOrder {
+    fn from(sort: ItemSort) -> Self {
+        match sort {
+            ItemSort::NewestFirst => Self::NewestFirst,
+            ItemSort::OldestFirst => Self::OldestFirst,
+        }
+    }
+}
+
 #[derive(InputObject)]
 pub struct CreateFeedInput {
     /// The feed's URL (http or https).

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use async_graphql::{
-    ComplexObject, Context, ID, InputObject, MaybeUndefined, Object, SimpleObject, Subscription,
+    ComplexObject, Context, Enum, ID, InputObject, MaybeUndefined, Object, SimpleObject,
+    Subscription,
 };
 use chrono::{DateTime, Utc};
 use entity::{bookmark, feed, feed_fetch_state, feed_group, feed_settings, item};

@@ -51,12 +51,14 @@ impl FeedsQuery {
         Ok(optional(feeds(ctx)?.feed(viewer.user_id, id).await)?.map(Feed))
     }
 
-    /// Your items, newest first (`pubDate desc, id desc`).
+    /// Your items, newest first (`pubDate desc, id desc`) or, with
+    /// `order: OLDEST_FIRST`, oldest first.
     #[graphql(complexity = "crate::graphql::pagination::page_cost(first, child_complexity)")]
     async fn items(
         &self,
         ctx: &Context<'_>,
         filter: Option<ItemFilter>,
+        #[graphql(default)] order: ItemSort,
         first: Option<i32>,
         after: Option<String>,
     ) -> async_graphql::Result<KeysetConnection<Item>> {
@@ -84,6 +86,7 @@ impl FeedsQuery {
             .item_connection(
                 viewer.user_id,
                 &query,
+                order.into(),
                 PageRequest::new(first, after)?,
                 Item,
             )

@@ -1,0 +1,262 @@
+// The web client's benchmark: bundle sizes, first paint and "reader usable"
+// on loopback (median of 5), long tasks, a 10,000-item list (rows in the
+// DOM, first render, frame times while scrolling), j/k response, a node
+// status change from commit to paint, and Lighthouse (mobile). Figures are
+// printed and written to bench/results/web.json; docs/benchmarks.md quotes them.
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, test } from 'vitest';
+import type { Browser, BrowserContext } from 'playwright-core';
+import { chromium } from 'playwright-core';
+import { CHROMIUM_ARGS, FeedServer, cookieOf, gql, launchBrowser, signIn, startServer, type TrellisServer } from '../e2e/harness';
+
+const ITEMS = 10_000;
+const RUNS = 5;
+const results: Record<string, unknown> = {};
+let server: TrellisServer;
+let browser: Browser;
+let publisher: FeedServer;
+let cookie: string;
+let cookies: Awaited<ReturnType<BrowserContext['cookies']>>;
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length - 1) * p))];
+const round = (value: number) => Math.round(value * 10) / 10;
+
+/** A signed-in page of its own, with the in-page probe. */
+async function benchPage() {
+  const context = await browser.newContext({ baseURL: server.url, viewport: { width: 1280, height: 800 } });
+  await context.addCookies(cookies);
+  await context.addInitScript(PROBE);
+  return { context, page: await context.newPage() };
+}
+
+/** Opens the reader on every article and waits for the first row. */
+async function openReader() {
+  const opened = await benchPage();
+  await opened.page.goto('/read?show=all');
+  await opened.page.waitForSelector('.item-row');
+  return opened;
+}
+
+function record(name: string, value: unknown) {
+  results[name] = value;
+  console.log(`${name}: ${JSON.stringify(value)}`);
+}
+
+// Timings gathered inside the page: paint entries, long tasks, the first
+// item row, keyboard-to-paint.
+const PROBE = `
+  window.__bench = { longTasks: [], firstRow: null, keys: [] };
+  new PerformanceObserver((list) => { for (const entry of list.getEntries()) window.__bench.longTasks.push(entry.duration); })
+    .observe({ type: 'longtask', buffered: true });
+  new MutationObserver(() => {
+    if (window.__bench.firstRow === null && document.querySelector('.item-row')) window.__bench.firstRow = performance.now();
+  }).observe(document, { childList: true, subtree: true });
+`;
+
+beforeAll(async () => {
+  publisher = await new FeedServer('Bench Daily').start();
+  publisher.add(ITEMS, 'Bench story');
+  server = await startServer();
+  browser = await launchBrowser();
+  const context = await browser.newContext({ baseURL: server.url });
+  const page = await context.newPage();
+  await signIn(page);
+  cookie = await cookieOf(context);
+  cookies = await context.cookies();
+  await context.close();
+  const created = await gql<{ createFeed: { id: string } }>(server, 'mutation($l: String!) { createFeed(input: { link: $l }) { id } }', { l: `${publisher.url}/feed.xml` }, cookie);
+  // The first pull is due at once: wait until every item is stored.
+  for (;;) {
+    const feed = await gql<{ feed: { itemCount: number } }>(server, 'query($id: ID!) { feed(id: $id) { itemCount } }', { id: created.createFeed.id }, cookie);
+    if (feed.feed.itemCount >= ITEMS) break;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+  await publisher?.stop();
+  await mkdir(new URL('./results/', import.meta.url), { recursive: true });
+  await writeFile(new URL('./results/web.json', import.meta.url), JSON.stringify(results, null, 2));
+});
+
+test('bundle sizes', async () => {
+  const dist = new URL('../dist/', import.meta.url).pathname;
+  const manifest = JSON.parse(await readFile(join(dist, '.vite/manifest.json'), 'utf8')) as Record<string, { file: string; imports?: string[]; css?: string[] }>;
+  const seen = new Set<string>();
+  const walk = (key: string) => {
+    if (seen.has(key)) return;
+    seen.add(key);
+    for (const next of manifest[key]?.imports ?? []) walk(next);
+  };
+  walk('index.html');
+  const chunks = [...seen].map((key) => manifest[key]);
+  const gz = async (file: string) => gzipSync(await readFile(join(dist, file)), { level: 9 }).length;
+  let js = 0;
+  for (const chunk of chunks) js += await gz(chunk.file);
+  let css = 0;
+  for (const file of new Set(chunks.flatMap((chunk) => chunk.css ?? []))) css += await gz(file);
+  const fonts = (await readdir(join(dist, 'assets'))).filter((name) => /\.(woff2?|ttf|otf)$/.test(name)).length;
+  const article = Object.values(manifest).find((chunk) => chunk.file.includes('Article'));
+  record('entry + reader JS, gzip (kB)', round(js / 1000));
+  record('app CSS, gzip (kB)', round(css / 1000));
+  record('article chunk (DOMPurify), gzip (kB)', article ? round((await gz(article.file)) / 1000) : null);
+  record('web fonts', fonts);
+});
+
+test('first paint and reader usable, loopback, median of 5', async () => {
+  const fcp: number[] = [];
+  const usable: number[] = [];
+  const longest: number[] = [];
+  for (let run = 0; run < RUNS; run += 1) {
+    const { context, page } = await openReader();
+    const timings = await page.evaluate(() => ({
+      fcp: performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? null,
+      firstRow: (window as any).__bench.firstRow as number,
+      longTasks: (window as any).__bench.longTasks as number[],
+    }));
+    fcp.push(timings.fcp ?? NaN);
+    usable.push(timings.firstRow);
+    longest.push(Math.max(0, ...timings.longTasks));
+    await context.close();
+  }
+  record('first contentful paint, median (ms)', round(median(fcp)));
+  record('reader usable (first article row), median (ms)', round(median(usable)));
+  record('longest task during load, worst of 5 (ms)', round(Math.max(...longest)));
+});
+
+test('10,000-item list: DOM rows, first render, scrolling frames, j/k', async () => {
+  const { context, page } = await openReader();
+  record('first render of the list (ms since navigation)', round(await page.evaluate(() => (window as any).__bench.firstRow)));
+  // Scroll to the end, page by page, as a reader flinging through: every frame's time.
+  const scroll = await page.evaluate(async (total) => {
+    const list = document.querySelector('.list-scroll') as HTMLElement;
+    const frames: number[] = [];
+    let maxRows = 0;
+    let last = performance.now();
+    const deadline = last + 120_000;
+    while (document.querySelectorAll('.item-row').length && performance.now() < deadline) {
+      list.scrollTop += 900;
+      await new Promise((resolve) => requestAnimationFrame(resolve));
+      const now = performance.now();
+      frames.push(now - last);
+      last = now;
+      maxRows = Math.max(maxRows, document.querySelectorAll('.item-row').length);
+      const loaded = Number(document.querySelector('.list-inner')?.getAttribute('style')?.match(/height: (\d+)/)?.[1] ?? 0) / 64;
+      if (loaded >= total && list.scrollTop + list.clientHeight >= list.scrollHeight - 2) break;
+    }
+    return { frames, maxRows, reached: Math.round(list.scrollTop / 64) };
+  }, ITEMS);
+  record('rows in the DOM, most at once', scroll.maxRows);
+  record('rows scrolled through', scroll.reached);
+  record('scrolling frame time p95 (ms)', round(percentile(scroll.frames, 0.95)));
+  record('scrolling frame time max (ms)', round(Math.max(...scroll.frames)));
+  // j: keydown to the next frame after the selection moved.
+  await page.evaluate(() => (document.querySelector('.list-scroll') as HTMLElement).scrollTo(0, 0));
+  const keys: number[] = [];
+  for (let n = 0; n < 30; n += 1) {
+    const elapsed = await page.evaluate(
+      (key) =>
+        new Promise<number>((resolve) => {
+          const before = document.querySelector('[role=option][aria-selected=true]')?.id ?? null;
+          const start = performance.now();
+          const observer = new MutationObserver(() => {
+            const now = document.querySelector('[role=option][aria-selected=true]')?.id ?? null;
+            if (now !== before) {
+              observer.disconnect();
+              requestAnimationFrame(() => resolve(performance.now() - start));
+            }
+          });
+          observer.observe(document.body, { attributes: true, subtree: true, attributeFilter: ['aria-selected'] });
+          document.body.dispatchEvent(new KeyboardEvent('keydown', { key, bubbles: true }));
+        }),
+      n % 3 === 2 ? 'k' : 'j',
+    );
+    keys.push(elapsed);
+  }
+  record('j/k to painted selection, p95 (ms)', round(percentile(keys, 0.95)));
+  await context.close();
+});
+
+test('node status change: commit to paint on the live tree', async () => {
+  const { context, page } = await benchPage();
+  const key = () => crypto.randomUUID();
+  const create = await gql<{ createResource: { id: string } }>(
+    server,
+    'mutation($a: JSON!, $k: String!) { createResource(attributes: $a, idempotencyKey: $k) { id } }',
+    { a: { region: 'eu', zone: 'a', cluster: 'k', namespace: 'n', service: 's', instance: 'i-1', health: 0 }, k: key() },
+    cookie,
+  );
+  const wait = async (id: string) => {
+    for (;;) {
+      const task = await gql<{ task: { status: string; finishedAt: string | null } }>(server, 'query($id: ID!) { task(id: $id) { status finishedAt } }', { id }, cookie);
+      if (task.task.finishedAt) return task.task;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  await wait(create.createResource.id);
+  const leaf = await gql<{ nodes: { nodes: { id: string }[] } }>(server, '{ nodes(filter: { class: "instance" }) { nodes { id } } }', {}, cookie);
+  await page.goto(`/live/node/${leaf.nodes.nodes[0].id}`);
+  await page.waitForSelector('[role=treeitem][aria-label^="i-1,"]');
+  const latencies: number[] = [];
+  for (let n = 1; n <= 20; n += 1) {
+    const health = n % 4;
+    const label = ['healthy', 'degraded', 'failing', 'down'][health];
+    // The page notes when it paints the new label; the task's end is the commit.
+    const painted = page.evaluate(
+      (want) =>
+        new Promise<number>((resolve) => {
+          const observer = new MutationObserver(() => {
+            if (document.querySelector(`[role=treeitem][aria-label="i-1, instance, ${want}"]`)) {
+              observer.disconnect();
+              requestAnimationFrame(() => resolve(Date.now()));
+            }
+          });
+          observer.observe(document.body, { attributes: true, subtree: true, childList: true });
+        }),
+      label,
+    );
+    const task = await gql<{ updateResourceA: { id: string } }>(
+      server,
+      'mutation($id: ID!, $p: JSON!, $k: String!) { updateResourceA(id: $id, patch: $p, idempotencyKey: $k) { id } }',
+      { id: create.createResource.id, p: { health }, k: key() },
+      cookie,
+    );
+    const paintedAt = await painted;
+    const done = await wait(task.updateResourceA.id);
+    latencies.push(paintedAt - Date.parse(done.finishedAt!));
+  }
+  record('node status: task end (commit) to painted row, p95 (ms)', round(percentile(latencies, 0.95)));
+  record('node status: task end (commit) to painted row, median (ms)', round(median(latencies)));
+  await context.close();
+});
+
+test('Lighthouse, mobile', async () => {
+  const { default: lighthouse } = await import('lighthouse');
+  const port = 9300 + Math.floor(Math.random() * 500);
+  const chrome = await chromium.launch({
+    executablePath: process.env.CHROME_PATH ?? '/usr/bin/chromium',
+    args: [...CHROMIUM_ARGS, `--remote-debugging-port=${port}`],
+  });
+  try {
+    const run = async (path: string) => {
+      const result = await lighthouse(`${server.url}${path}`, {
+        port,
+        output: 'json',
+        logLevel: 'error',
+        onlyCategories: ['performance', 'accessibility'],
+        extraHeaders: { Cookie: cookie },
+      });
+      const categories = result?.lhr.categories;
+      return { performance: categories?.performance?.score ?? null, accessibility: categories?.accessibility?.score ?? null };
+    };
+    record('Lighthouse mobile, reader (/read)', await run('/read?show=all'));
+    record('Lighthouse mobile, login page', await run('/login'));
+  } finally {
+    await chrome.close();
+  }
+});
