@@ -3,7 +3,7 @@
 // what is shown: `/read/feed/42?item=7&show=all`.
 import { useSignal } from '@preact/signals';
 import { lazy, useLocation, useRoute } from 'preact-iso';
-import { useEffect, useMemo, useRef } from 'preact/hooks';
+import { useCallback, useEffect, useMemo, useRef } from 'preact/hooks';
 import { KeyMatcher, bindings, isTypingTarget, type Action } from '../keyboard/keymap';
 import { prefs } from '../state/prefs';
 import { Failed, Loading } from '../ui/states';
@@ -11,9 +11,6 @@ import { toast } from '../ui/toast';
 import { IconBack, IconCheckAll, IconMenu, IconRefresh, IconSearch } from '../ui/icons';
 import { ItemList } from './ItemList';
 import { Sidebar } from './Sidebar';
-import { Help } from './Help';
-import { Palette } from './Palette';
-import { FeedDialog } from './FeedDialog';
 import { mutate } from '../api/client';
 import { BookmarkItemDocument, RefreshAllDocument, RefreshFeedDocument } from '../gql/graphql';
 import {
@@ -41,6 +38,10 @@ import {
 } from './store';
 
 const Article = lazy(() => import('./Article').then((module) => module.Article));
+// Dialogs load when first opened: the reader's first paint does not wait for them.
+const Help = lazy(() => import('./Help').then((module) => module.Help));
+const Palette = lazy(() => import('./Palette').then((module) => module.Palette));
+const FeedDialog = lazy(() => import('./FeedDialog').then((module) => module.FeedDialog));
 
 export function readerUrl(target: Scope, which: Show, item?: string | null): string {
   let path = '/read';
@@ -106,7 +107,11 @@ export function Reader() {
 
   const go = (target: Scope, nextShow: Show = which, item: string | null = null) =>
     route(readerUrl(target, nextShow, item));
-  const open = (id: string | null) => route(readerUrl(current, which, id), true);
+  const open = (id: string | null) => {
+    // The selection moves now; the URL follows in the same render.
+    selectedId.value = id;
+    route(readerUrl(current, which, id), true);
+  };
 
   function move(step: 1 | -1, openIt: boolean) {
     const list = items.value;
@@ -232,18 +237,15 @@ export function Reader() {
     return () => removeEventListener('keydown', onKey);
   }, []);
 
+  const onAdd = useCallback(() => (feedDialog.value = { mode: 'add' }), []);
+  const onEdit = useCallback((id: string) => (feedDialog.value = { mode: 'edit', id }), []);
   const state = feedsState.value;
   const canMarkAll = current.kind !== 'starred' && current.kind !== 'search';
   const classes = ['reader', itemId ? 'has-article' : '', sidebarOpen.value ? 'show-sidebar' : ''].join(' ');
 
   return (
     <div class={classes}>
-      <Sidebar
-        current={current}
-        which={which}
-        onAdd={() => (feedDialog.value = { mode: 'add' })}
-        onEdit={(id) => (feedDialog.value = { mode: 'edit', id })}
-      />
+      <Sidebar current={current} which={which} onAdd={onAdd} onEdit={onEdit} />
       <section class="list" aria-label="Articles">
         <div class="toolbar">
           <button type="button" class="btn ghost icon only-phone" aria-label="Feeds" onClick={() => (sidebarOpen.value = !sidebarOpen.value)}>

@@ -1,12 +1,13 @@
 // Groups and feeds with their unread counts (kept live by `feedUpdated`).
 import { useSignal } from '@preact/signals';
+import { memo } from 'preact/compat';
 import { FeedIcon } from './FeedIcon';
 import { IconChevron, IconChevronDown, IconEdit, IconPlus, IconStar } from '../ui/icons';
 import { feeds, groupUnread, groups, totalUnread, type Scope, type Show } from './store';
 import { readerUrl } from './Reader';
 import { Opml } from './Opml';
 
-export function Sidebar(props: { current: Scope; which: Show; onAdd: () => void; onEdit: (id: string) => void }) {
+export const Sidebar = memo(function Sidebar(props: { current: Scope; which: Show; onAdd: () => void; onEdit: (id: string) => void }) {
   const { current, which } = props;
   const collapsed = useSignal<Set<string>>(new Set());
   const isCurrent = (kind: Scope['kind'], id?: string) =>
@@ -99,4 +100,4 @@ export function Sidebar(props: { current: Scope; which: Show; onAdd: () => void;
       )}
     </nav>
   );
-}
+});
