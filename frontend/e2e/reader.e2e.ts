@@ -186,6 +186,11 @@ describe('reader', () => {
       await page.getByRole('heading', { level: 2 }).first().waitFor();
       await expectNoAxeViolations(page, `settings/${section}`);
     }
+    for (const path of ['/docs', '/gateway']) {
+      await page.goto(path);
+      await page.getByRole('heading', { level: 1 }).waitFor();
+      await expectNoAxeViolations(page, path);
+    }
     await page.goto('/settings/appearance');
     await page.getByLabel('Dark').check();
     expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
