@@ -335,27 +335,24 @@ impl Jobs {
     pub async fn queue_stats(&self, audience: Audience) -> AppResult<Vec<QueueStats>> {
         use sea_orm::{ExprTrait, QuerySelect, sea_query::Expr};
 
-        let counts: Vec<(String, String, i64)> = self
+        let counts: Vec<(task::Queue, task::Status, i64)> = self
             .visible_tasks(audience)
             .select_only()
             .column(task::Column::Queue)
             .column(task::Column::Status)
             .column_as(Expr::col(task::Column::Id).count(), "n")
-            .filter(
-                task::Column::Status
-                    .is_in([TaskStatus::Queued.as_str(), TaskStatus::Running.as_str()]),
-            )
+            .filter(task::Column::Status.is_in([task::Status::Queued, task::Status::Running]))
             .group_by(task::Column::Queue)
             .group_by(task::Column::Status)
             .into_tuple()
             .all(&self.inner.db)
             .await?;
-        let delayed: Vec<(String, i64)> = self
+        let delayed: Vec<(task::Queue, i64)> = self
             .visible_tasks(audience)
             .select_only()
             .column(task::Column::Queue)
             .column_as(Expr::col(task::Column::Id).count(), "n")
-            .filter(task::Column::Status.eq(TaskStatus::Queued.as_str()))
+            .filter(task::Column::Status.eq(task::Status::Queued))
             .filter(task::Column::RunAt.gt(chrono::Utc::now()))
             .group_by(task::Column::Queue)
             .into_tuple()
@@ -364,19 +361,20 @@ impl Jobs {
         Ok(Queue::ALL
             .into_iter()
             .map(|queue| {
-                let count = |status: TaskStatus| {
+                let stored = task::Queue::from(queue);
+                let count = |status: task::Status| {
                     counts
                         .iter()
-                        .find(|(q, s, _)| q == queue.as_str() && s == status.as_str())
+                        .find(|(q, s, _)| *q == stored && *s == status)
                         .map_or(0, |(_, _, n)| *n)
                 };
                 QueueStats {
                     queue,
-                    queued: count(TaskStatus::Queued),
-                    running: count(TaskStatus::Running),
+                    queued: count(task::Status::Queued),
+                    running: count(task::Status::Running),
                     delayed: delayed
                         .iter()
-                        .find(|(q, _)| q == queue.as_str())
+                        .find(|(q, _)| *q == stored)
                         .map_or(0, |(_, n)| *n),
                 }
             })
