@@ -66,7 +66,7 @@ async fn children_come_counted_worst_first_filtered_and_paged(backend: Backend) 
         .collect();
     expected.sort_by(|a, b| b.0.cmp(&a.0));
 
-    const PAGE: &str = "query($id: ID!, $after: ID, $min: Int, $order: ChildOrder) { node(id: $id) { \
+    const PAGE: &str = "query($id: ID!, $after: ID, $min: Int, $order: ChildOrder! = ID) { node(id: $id) { \
         children(first: 2, after: $after, minAggregatedStatus: $min, order: $order) { \
         id positionToken aggregatedStatus childCount worstChildStatus } } }";
     let mut seen = Vec::new();
