@@ -64,7 +64,7 @@ async fn children_come_counted_worst_first_filtered_and_paged(backend: Backend) 
         .enumerate()
         .map(|(n, health)| (*health, format!("i{n}")))
         .collect();
-    expected.sort_by(|a, b| b.0.cmp(&a.0));
+    expected.sort_by_key(|entry| std::cmp::Reverse(entry.0));
 
     const PAGE: &str = "query($id: ID!, $after: ID, $min: Int, $order: ChildOrder! = ID) { node(id: $id) { \
         children(first: 2, after: $after, minAggregatedStatus: $min, order: $order) { \
