@@ -26,6 +26,7 @@ mod m20261202_000014_item_search_text;
 mod m20261203_000015_default_group_with_user;
 mod m20261203_000016_sanitized_content;
 mod m20261203_000017_drop_orphans_checked;
+mod m20261203_000018_item_authors_enclosures;
 
 pub struct Migrator;
 
@@ -50,6 +51,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000015_default_group_with_user::Migration),
             Box::new(m20261203_000016_sanitized_content::Migration),
             Box::new(m20261203_000017_drop_orphans_checked::Migration),
+            Box::new(m20261203_000018_item_authors_enclosures::Migration),
         ]
     }
 }

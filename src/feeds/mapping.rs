@@ -1,8 +1,12 @@
 //! How a parsed feed entry becomes an item (seed 000, SPEC §4): the
-//! fallbacks for identity, content and date, and absolute links. Pure; the
-//! parser's types are converted into [`RawEntry`] by the caller.
+//! fallbacks for identity, content and date, absolute links, and the
+//! bounded lists of authors and enclosures. Pure; the parser's types are
+//! converted into [`RawEntry`] by the caller.
+
+use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
+pub use entity::item::Enclosure;
 use url::Url;
 
 /// What a feed entry offers, as parsed.
@@ -15,6 +19,10 @@ pub struct RawEntry {
     pub summary: Option<String>,
     pub published: Option<DateTime<Utc>>,
     pub updated: Option<DateTime<Utc>>,
+    /// Author names (plain text), in the feed's order.
+    pub authors: Vec<String>,
+    /// Attached media as the feed gave them (URLs possibly relative).
+    pub enclosures: Vec<Enclosure>,
 }
 
 /// An item ready to upsert on `(feed, guid)`.
@@ -36,6 +44,11 @@ pub struct MappedItem {
     /// the content's text without its markup.
     pub search_title: String,
     pub search_body: String,
+    /// At most [`MAX_AUTHORS`] distinct names.
+    pub authors: Vec<String>,
+    /// At most [`MAX_ENCLOSURES`], each an absolute http(s) URL of at most
+    /// [`MAX_ENCLOSURE_URL_BYTES`], distinct.
+    pub enclosures: Vec<Enclosure>,
 }
 
 fn non_blank(value: &Option<String>) -> Option<&str> {
@@ -74,6 +87,65 @@ fn storable(text: &str, max: usize) -> String {
     text
 }
 
+/// Most author names kept per item; further ones are dropped.
+pub const MAX_AUTHORS: usize = 10;
+/// An author name beyond this many bytes is cut (at a character boundary).
+pub const MAX_AUTHOR_BYTES: usize = 200;
+/// Most enclosures kept per item (a podcast episode has one; a hostile
+/// feed must not store thousands per item).
+pub const MAX_ENCLOSURES: usize = 20;
+/// An enclosure URL longer than this is dropped (a cut URL is a wrong one).
+pub const MAX_ENCLOSURE_URL_BYTES: usize = 2048;
+/// A MIME type longer than this, or not shaped `type/subtype`, is no type.
+const MAX_MIME_TYPE_BYTES: usize = 255;
+
+/// The entry's author names: trimmed, NUL-free, cut to
+/// [`MAX_AUTHOR_BYTES`], blanks and repeats dropped, at most [`MAX_AUTHORS`].
+pub fn authors(names: &[String]) -> Vec<String> {
+    let mut seen = HashSet::new();
+    names
+        .iter()
+        .map(|name| storable(name.trim(), MAX_AUTHOR_BYTES).trim().to_owned())
+        .filter(|name| !name.is_empty() && seen.insert(name.clone()))
+        .take(MAX_AUTHORS)
+        .collect()
+}
+
+/// The entry's enclosures: each URL made absolute against `base` (as links
+/// are) and kept only if http(s) and at most [`MAX_ENCLOSURE_URL_BYTES`];
+/// repeats of a URL dropped; a malformed MIME type or a zero length (RSS's
+/// "unknown") left out; at most [`MAX_ENCLOSURES`].
+pub fn enclosures(raw: &[Enclosure], base: Option<&Url>) -> Vec<Enclosure> {
+    let mut seen = HashSet::new();
+    raw.iter()
+        .filter_map(|enclosure| {
+            let url = absolute_link(enclosure.url.trim(), base)?;
+            (url.len() <= MAX_ENCLOSURE_URL_BYTES).then_some(Enclosure {
+                url,
+                mime_type: enclosure.mime_type.as_deref().and_then(mime_type),
+                length: enclosure.length.filter(|&length| length > 0),
+            })
+        })
+        .filter(|enclosure| seen.insert(enclosure.url.clone()))
+        .take(MAX_ENCLOSURES)
+        .collect()
+}
+
+/// The `type/subtype` of a MIME type (parameters dropped), lower-cased;
+/// anything else is no type.
+fn mime_type(value: &str) -> Option<String> {
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    let (kind, subtype) = essence.split_once('/')?;
+    let token = |part: &str| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$&^_.+-".contains(&b))
+    };
+    (essence.len() <= MAX_MIME_TYPE_BYTES && token(kind) && token(subtype))
+        .then(|| essence.to_ascii_lowercase())
+}
+
 /// Maps an entry: guid → link → `generated:sha256(title, content, date)`;
 /// content → summary; published → updated → `now`.
 pub fn map_entry(entry: &RawEntry, feed_link: Option<&Url>, now: DateTime<Utc>) -> MappedItem {
@@ -104,6 +176,8 @@ pub fn map_entry(entry: &RawEntry, feed_link: Option<&Url>, now: DateTime<Utc>) 
     let base = link.as_deref().and_then(|link| Url::parse(link).ok());
     let content_html = super::sanitize::sanitize_html(&content, base.as_ref().or(feed_link));
     MappedItem {
+        authors: authors(&entry.authors),
+        enclosures: enclosures(&entry.enclosures, feed_link),
         guid,
         content_html,
         link,
@@ -235,6 +309,98 @@ mod tests {
         let undated = map_entry(&RawEntry::default(), None, now());
         assert_eq!(undated.pub_date, now());
         assert!(undated.undated, "an item dated by its arrival says so");
+    }
+
+    fn enclosure(url: &str, mime_type: Option<&str>, length: Option<u64>) -> Enclosure {
+        Enclosure {
+            url: url.into(),
+            mime_type: mime_type.map(Into::into),
+            length,
+        }
+    }
+
+    #[test]
+    fn authors_are_trimmed_distinct_and_bounded() {
+        let mut names = vec![
+            "  Ada Lovelace ".to_owned(),
+            String::new(),
+            "Ada Lovelace".to_owned(),
+            "Grace\0 Hopper".to_owned(),
+            "é".repeat(MAX_AUTHOR_BYTES),
+        ];
+        names.extend((0..100).map(|n| format!("Writer {n}")));
+        let entry = RawEntry {
+            authors: names,
+            ..Default::default()
+        };
+        let kept = map_entry(&entry, None, now()).authors;
+        assert_eq!(kept.len(), MAX_AUTHORS);
+        assert_eq!(kept[..2], ["Ada Lovelace", "Grace Hopper"]);
+        assert!(kept[2].len() <= MAX_AUTHOR_BYTES && kept[2].chars().all(|c| c == 'é'));
+        assert_eq!(kept[3], "Writer 0");
+        assert!(
+            map_entry(&RawEntry::default(), None, now())
+                .authors
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn enclosures_are_absolute_http_distinct_and_bounded() {
+        let raw = vec![
+            enclosure(
+                "../episodes/1.mp3",
+                Some("Audio/MPEG"),
+                Some(12_345_678_901),
+            ),
+            enclosure("javascript:alert(1)", Some("audio/mpeg"), None),
+            enclosure("data:audio/mpeg;base64,AAAA", None, None),
+            enclosure("https://blog.example.com/episodes/1.mp3", None, None),
+            enclosure(
+                "https://cdn.example.net/v.mp4",
+                Some("video/mp4; codecs=avc1"),
+                Some(0),
+            ),
+            enclosure("https://cdn.example.net/odd", Some("not a type"), None),
+            enclosure(
+                &format!(
+                    "https://cdn.example.net/{}",
+                    "x".repeat(MAX_ENCLOSURE_URL_BYTES)
+                ),
+                None,
+                None,
+            ),
+        ];
+        let kept = enclosures(&raw, Some(&base()));
+        assert_eq!(
+            kept,
+            [
+                enclosure(
+                    "https://blog.example.com/episodes/1.mp3",
+                    Some("audio/mpeg"),
+                    Some(12_345_678_901)
+                ),
+                enclosure("https://cdn.example.net/v.mp4", Some("video/mp4"), None),
+                enclosure("https://cdn.example.net/odd", None, None),
+            ],
+            "relative resolved; script, data and overlong URLs and repeats dropped"
+        );
+
+        let many: Vec<Enclosure> = (0..1000)
+            .map(|n| enclosure(&format!("https://cdn.example.net/{n}.mp3"), None, None))
+            .collect();
+        let entry = RawEntry {
+            enclosures: many,
+            ..Default::default()
+        };
+        let kept = map_entry(&entry, Some(&base()), now()).enclosures;
+        assert_eq!(kept.len(), MAX_ENCLOSURES);
+        assert_eq!(kept[0].url, "https://cdn.example.net/0.mp3");
+        assert_eq!(
+            enclosures(&[enclosure("/relative.mp3", None, None)], None),
+            [],
+            "nothing to resolve against"
+        );
     }
 
     #[test]

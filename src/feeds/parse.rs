@@ -17,7 +17,7 @@ use url::Url;
 
 use super::{
     dates,
-    mapping::{RawEntry, absolute_link},
+    mapping::{self, Enclosure, RawEntry, absolute_link},
     names, prepare, text,
 };
 
@@ -114,7 +114,19 @@ fn parse_unguarded(
         return Err(ParseError::NoEntries(expected));
     }
     let site_url = alternate(&feed.links).and_then(|href| absolute_link(href, Some(url)));
-    let entries = feed.entries.into_iter().map(raw_entry).collect();
+    // An entry without an author is by the feed's (Atom's rule; podcasts
+    // name theirs once, in the channel's itunes:author).
+    let feed_authors: Vec<String> = feed
+        .authors
+        .iter()
+        .filter(|person| matches!(person.role.as_deref(), Some("author" | "creator")))
+        .filter_map(person_name)
+        .collect();
+    let entries = feed
+        .entries
+        .into_iter()
+        .map(|entry| raw_entry(entry, &feed_authors))
+        .collect();
     Ok(ParsedFeed {
         // It becomes the feed's name: plain text, made fit for one.
         title: feed
@@ -125,7 +137,7 @@ fn parse_unguarded(
     })
 }
 
-fn raw_entry(entry: feed_rs::model::Entry) -> RawEntry {
+fn raw_entry(entry: feed_rs::model::Entry, feed_authors: &[String]) -> RawEntry {
     // Podcasts (itunes:summary) and YouTube (media:group/media:description)
     // describe an entry in its media only.
     let media_description = || {
@@ -153,7 +165,80 @@ fn raw_entry(entry: feed_rs::model::Entry) -> RawEntry {
             .or_else(media_description),
         published: entry.published,
         updated: entry.updated,
+        authors: entry_authors(&entry, feed_authors),
+        enclosures: entry_enclosures(&entry),
     }
+}
+
+/// Most authors and enclosures of one entry handed to the mapping, which
+/// keeps fewer ([`mapping::MAX_AUTHORS`], [`mapping::MAX_ENCLOSURES`]) once
+/// blanks, repeats and unsafe URLs are gone: a hostile entry's thousands
+/// are never all converted.
+const RAW_AUTHORS: usize = 5 * mapping::MAX_AUTHORS;
+const RAW_ENCLOSURES: usize = 5 * mapping::MAX_ENCLOSURES;
+
+/// RSS `author`/`dc:creator`, Atom and JSON Feed authors; else the media's
+/// credits (`itunes:author`); else the feed's authors.
+fn entry_authors(entry: &feed_rs::model::Entry, feed_authors: &[String]) -> Vec<String> {
+    let own: Vec<String> = entry
+        .authors
+        .iter()
+        .take(RAW_AUTHORS)
+        .filter_map(person_name)
+        .collect();
+    if !own.is_empty() {
+        return own;
+    }
+    let credited: Vec<String> = entry
+        .media
+        .iter()
+        .flat_map(|media| &media.credits)
+        .take(RAW_AUTHORS)
+        .map(|credit| text::plain_text(&credit.entity))
+        .collect();
+    if credited.iter().any(|name| !name.trim().is_empty()) {
+        return credited;
+    }
+    feed_authors.to_vec()
+}
+
+/// A person's name as plain text (RSS's `mail@example.com (Name)` gives
+/// `Name`), else their e-mail address.
+fn person_name(person: &feed_rs::model::Person) -> Option<String> {
+    let name = person
+        .name
+        .as_deref()
+        .map(|name| name.trim().trim_start_matches('(').trim_end_matches(')'))
+        .filter(|name| !name.trim().is_empty())
+        .or(person.email.as_deref())?;
+    Some(text::plain_text(name)).filter(|name| !name.trim().is_empty())
+}
+
+/// RSS `<enclosure>`, `media:content` (both media objects to feed-rs), and
+/// Atom `rel="enclosure"` links (JSON Feed attachments too: the vendored
+/// parser gives them that rel).
+fn entry_enclosures(entry: &feed_rs::model::Entry) -> Vec<Enclosure> {
+    let media = entry
+        .media
+        .iter()
+        .flat_map(|media| &media.content)
+        .filter_map(|content| {
+            Some(Enclosure {
+                url: content.url.as_ref()?.to_string(),
+                mime_type: content.content_type.as_ref().map(ToString::to_string),
+                length: content.size,
+            })
+        });
+    let linked = entry
+        .links
+        .iter()
+        .filter(|link| link.rel.as_deref() == Some("enclosure"))
+        .map(|link| Enclosure {
+            url: link.href.clone(),
+            mime_type: link.media_type.clone(),
+            length: link.length,
+        });
+    media.chain(linked).take(RAW_ENCLOSURES).collect()
 }
 
 /// The `alternate` link (or the first link with no `rel`, as in RSS).
@@ -216,6 +301,87 @@ mod tests {
         let feed = parse(json, None, &base()).unwrap();
         assert_eq!(feed.entries[0].guid.as_deref(), Some("j1"));
         assert_eq!(feed.entries[0].content.as_deref(), Some("<p>j</p>"));
+    }
+
+    #[test]
+    fn authors_and_enclosures_are_read_from_every_format() {
+        let rss = br#"<?xml version="1.0"?><rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd">
+            <channel><title>Cast</title><itunes:author>The Cast Team</itunes:author>
+            <item><guid>e1</guid><title>Episode 1</title><dc:creator>Ada &amp; Grace</dc:creator>
+              <enclosure url="media/e1.mp3" type="audio/mpeg" length="12345"/>
+              <media:content xmlns:media="http://search.yahoo.com/mrss/" url="https://example.com/cover.jpg" type="image/jpeg"/></item>
+            <item><guid>e2</guid><title>Episode 2</title><author>host@example.com (Hedy Lamarr)</author></item>
+            <item><guid>e3</guid><title>Episode 3</title><itunes:author>Guest Star</itunes:author></item>
+            <item><guid>e4</guid><title>Episode 4</title></item></channel></rss>"#;
+        let feed = parse(rss, None, &base()).unwrap();
+        let entries = &feed.entries;
+        assert_eq!(entries[0].authors, ["Ada & Grace"]);
+        assert_eq!(
+            entries[0].enclosures,
+            [
+                Enclosure {
+                    url: "https://example.com/cover.jpg".into(),
+                    mime_type: Some("image/jpeg".into()),
+                    length: None,
+                },
+                Enclosure {
+                    url: "https://example.com/blog/media/e1.mp3".into(),
+                    mime_type: Some("audio/mpeg".into()),
+                    length: Some(12345),
+                }
+            ],
+            "the enclosure beside media:content, resolved against the feed's URL"
+        );
+        assert_eq!(entries[1].authors, ["Hedy Lamarr"]);
+        assert_eq!(entries[2].authors, ["Guest Star"]);
+        assert_eq!(
+            entries[3].authors,
+            ["The Cast Team"],
+            "the channel's author"
+        );
+
+        let atom = br#"<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom"><title>A</title><id>urn:a</id>
+            <author><name>Feed Writer</name></author>
+            <entry><title>E</title><id>urn:e1</id><link href="https://example.com/e1"/><author><name>Entry Writer</name><email>w@example.com</email></author>
+              <link rel="enclosure" type="video/mp4" length="999" href="https://cdn.example.com/e1.mp4"/></entry>
+            <entry><title>F</title><id>urn:e2</id><link href="https://example.com/e2"/></entry></feed>"#;
+        let feed = parse(atom, None, &base()).unwrap();
+        assert_eq!(feed.entries[0].authors, ["Entry Writer"]);
+        assert_eq!(
+            feed.entries[0].link.as_deref(),
+            Some("https://example.com/e1")
+        );
+        assert_eq!(
+            feed.entries[0].enclosures,
+            [Enclosure {
+                url: "https://cdn.example.com/e1.mp4".into(),
+                mime_type: Some("video/mp4".into()),
+                length: Some(999),
+            }]
+        );
+        assert_eq!(
+            feed.entries[1].authors,
+            ["Feed Writer"],
+            "Atom's inheritance"
+        );
+
+        let json = br#"{"version":"https://jsonfeed.org/version/1.1","title":"J",
+            "items":[{"id":"j1","title":"J one","content_text":"x","authors":[{"name":"Jo"},{"name":"Al"}],
+              "attachments":[{"url":"https://example.com/j1.m4a","mime_type":"audio/x-m4a","size_in_bytes":42}]}]}"#;
+        let feed = parse(json, None, &base()).unwrap();
+        assert_eq!(feed.entries[0].authors, ["Jo", "Al"]);
+        assert_eq!(
+            feed.entries[0].link, None,
+            "an attachment is not the item's link"
+        );
+        assert_eq!(
+            feed.entries[0].enclosures,
+            [Enclosure {
+                url: "https://example.com/j1.m4a".into(),
+                mime_type: Some("audio/x-m4a".into()),
+                length: Some(42),
+            }]
+        );
     }
 
     #[test]

@@ -105,6 +105,8 @@ pub async fn upsert_items(
             content_hash: Set(content_hash(mapped)),
             pub_date: Set(mapped.pub_date),
             undated: Set(mapped.undated),
+            authors: Set(item::Authors(mapped.authors.clone())),
+            enclosures: Set(item::Enclosures(mapped.enclosures.clone())),
             unread: Set(true),
             starred: Set(false),
             // Never in the update list below: an item arrives once.
@@ -123,6 +125,8 @@ pub async fn upsert_items(
                         item::Column::SearchTitle,
                         item::Column::SearchBody,
                         item::Column::Link,
+                        item::Column::Authors,
+                        item::Column::Enclosures,
                         item::Column::ContentHash,
                         item::Column::UpdatedAt,
                     ])
@@ -143,12 +147,20 @@ pub async fn upsert_items(
     Ok(new_items)
 }
 
+/// What decides whether a stored item is rewritten. Authors and
+/// enclosures count only when there are some, so an item without either
+/// keeps the hash it had before they were stored (no rewrite of every item
+/// at the first pull after the upgrade; an item with either is rewritten
+/// once, which stores them).
 fn content_hash(item: &MappedItem) -> String {
-    crate::digest::sha256_hex(&[
-        &item.title,
-        &item.content,
-        item.link.as_deref().unwrap_or_default(),
-    ])
+    let link = item.link.as_deref().unwrap_or_default();
+    let mut parts = vec![item.title.as_str(), item.content.as_str(), link];
+    let media;
+    if !item.authors.is_empty() || !item.enclosures.is_empty() {
+        media = serde_json::to_string(&(&item.authors, &item.enclosures)).unwrap_or_default();
+        parts.push(&media);
+    }
+    crate::digest::sha256_hex(&parts)
 }
 
 /// The fetch state a successful check (200/304) leaves.

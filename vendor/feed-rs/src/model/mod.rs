@@ -767,7 +767,9 @@ pub struct MediaObject {
 impl MediaObject {
     // Checks if this object has been populated with any content (e.g. iTunes, Podcast etc.)
     pub(crate) fn is_not_empty(&self) -> bool {
-        self.title.is_some() || self.description.is_some() || !self.content.is_empty() || !self.texts.is_empty() || !self.transcripts.is_empty()
+        // Trellis patch: credits alone keep the object, so an item's lone
+        // `itunes:author` (its episode's author) is not dropped.
+        self.title.is_some() || self.description.is_some() || !self.content.is_empty() || !self.texts.is_empty() || !self.transcripts.is_empty() || !self.credits.is_empty()
     }
 
     // Creates a new instance with the nominated source

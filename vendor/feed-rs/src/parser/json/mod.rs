@@ -80,6 +80,9 @@ fn accumulate_author(authors: &mut Vec<Person>, ja: &JsonAuthor) {
 fn handle_attachment(attachment: JsonAttachment) -> Link {
     let mut link = Link::new(&attachment.url, None);
 
+    // Trellis patch: an attachment is an enclosure (Atom's rel), so it is
+    // told apart from the item's `url` and `external_url` links.
+    link.rel = Some(String::from("enclosure"));
     link.media_type = attachment.mime_type;
     link.title = attachment.title;
     link.length = attachment.size_in_bytes;

@@ -365,8 +365,13 @@ fn postprocess_merge_media(source: MediaObject, target: &mut MediaObject) {
     if target.title.is_none() {
         target.title = source.title;
     }
-    if target.content.is_empty() {
-        target.content = source.content;
+    // Trellis patch: the other source's files are added, not dropped when
+    // MediaRSS has some (a podcast's `<enclosure>` mp3 beside a
+    // `media:content` image).
+    for content in source.content {
+        if !target.content.iter().any(|known| known.url == content.url) {
+            target.content.push(content);
+        }
     }
     if target.duration.is_none() {
         target.duration = source.duration;
