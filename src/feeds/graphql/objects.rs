@@ -197,6 +197,18 @@ impl Item {
     async fn undated(&self) -> bool {
         self.0.undated
     }
+    /// Who wrote the entry, as the feed names them (RSS `author`,
+    /// `dc:creator` or `itunes:author`; Atom and JSON Feed authors, else the
+    /// feed's); empty when the feed does not say.
+    async fn authors(&self) -> &[String] {
+        &self.0.authors.0
+    }
+    /// Files attached to the entry — a podcast's episode, a video — in the
+    /// feed's order; at most 20.
+    #[graphql(complexity = "crate::feeds::mapping::MAX_ENCLOSURES * child_complexity")]
+    async fn enclosures(&self) -> Vec<Enclosure> {
+        self.0.enclosures.0.iter().cloned().map(Enclosure).collect()
+    }
     async fn unread(&self) -> bool {
         self.0.unread
     }
@@ -205,6 +217,27 @@ impl Item {
     }
     async fn created_at(&self) -> DateTime<Utc> {
         self.0.created_at
+    }
+}
+
+/// A file attached to an item (RSS `<enclosure>`, `media:content`, Atom
+/// `rel="enclosure"`, JSON Feed `attachments`).
+pub struct Enclosure(pub item::Enclosure);
+
+#[Object]
+impl Enclosure {
+    /// Absolute http(s) URL of the file.
+    async fn url(&self) -> &str {
+        &self.0.url
+    }
+    /// Its MIME type (`audio/mpeg`), when the feed gave a well-formed one.
+    async fn mime_type(&self) -> Option<&str> {
+        self.0.mime_type.as_deref()
+    }
+    /// Its size in bytes as decimal digits (it may exceed a GraphQL `Int`),
+    /// when the feed gave one.
+    async fn length(&self) -> Option<String> {
+        self.0.length.map(|length| length.to_string())
     }
 }
 
