@@ -194,7 +194,7 @@ async fn respond(
                     "id": item.id,
                     "feed_id": item.feed_id,
                     "title": item.title,
-                    "author": "",
+                    "author": item.authors.joined(),
                     // Served like GraphQL's `content`.
                     "html": item_html(&item, links.get(&item.feed_id).map(String::as_str)),
                     "url": item.link.unwrap_or_default(),

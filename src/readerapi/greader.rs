@@ -580,7 +580,8 @@ async fn contents(
                 categories.push(STARRED.to_owned());
             }
             let link = item.link.clone().unwrap_or_default();
-            json!({
+            let html = crate::feeds::sanitize::item_html(&item, source.map(|f| f.link.as_str()));
+            let mut entry = json!({
                 "id": long_item_id(item.id),
                 "crawlTimeMsec": item.arrived_at.timestamp_millis().to_string(),
                 "timestampUsec": item.pub_date.timestamp_micros().to_string(),
@@ -589,17 +590,49 @@ async fn contents(
                 "title": item.title,
                 "canonical": [{ "href": link }],
                 "alternate": [{ "href": link, "type": "text/html" }],
-                "summary": { "direction": "ltr", "content": crate::feeds::sanitize::item_html(&item, source.map(|f| f.link.as_str())) },
+                // Apps read one or the other (newsboat `summary`, Read You
+                // `content`); both carry the item's HTML, as on the peers.
+                "summary": { "direction": "ltr", "content": html },
+                "content": { "direction": "ltr", "content": html },
+                "enclosure": enclosures(&item.enclosures),
                 "categories": categories,
                 "origin": {
                     "streamId": format!("feed/{}", item.feed_id),
                     "title": source.map(|f| f.name.clone()).unwrap_or_default(),
                     "htmlUrl": source.and_then(|f| f.site_url.clone()).unwrap_or_default(),
                 },
-            })
+            });
+            // Absent when unknown, as FreshRSS does (newsboat reads it when present).
+            let author = item.authors.joined();
+            if !author.is_empty() {
+                entry["author"] = json!(author);
+            }
+            entry
         })
         .collect();
     Ok(json!({ "id": stream, "updated": Utc::now().timestamp(), "items": items }))
+}
+
+/// An item's enclosures as the peers list them: FreshRSS's `href`, `type`
+/// and numeric `length` (present when known), with Miniflux's `url` beside
+/// `href`. `type` is always a string (newsboat skips an enclosure without
+/// one, and downloads only `audio/*`/`video/*` ones).
+fn enclosures(enclosures: &item::Enclosures) -> Vec<Value> {
+    enclosures
+        .0
+        .iter()
+        .map(|enclosure| {
+            let mut entry = json!({
+                "href": enclosure.url,
+                "url": enclosure.url,
+                "type": enclosure.mime_type.as_deref().unwrap_or_default(),
+            });
+            if let Some(length) = enclosure.length {
+                entry["length"] = json!(length);
+            }
+            entry
+        })
+        .collect()
 }
 
 /// Most item ids one `edit-tag` takes.

@@ -18,6 +18,7 @@ mod limits;
 mod nodes;
 mod ops;
 mod reader_apps;
+mod reader_items;
 mod reconcile;
 mod slowclient;
 mod task_contract;

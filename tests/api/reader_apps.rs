@@ -31,7 +31,7 @@ on_both_backends!(
 const READING_LIST: &str = "user/-/state/com.google/reading-list";
 const STARRED: &str = "user/-/state/com.google/starred";
 /// md5("ada:reader-pass-1"), computed independently (`printf 'ada:reader-pass-1' | md5sum`).
-const ADA_FEVER_KEY: &str = "26f657fd2798a7497b805027601be813";
+pub(crate) const ADA_FEVER_KEY: &str = "26f657fd2798a7497b805027601be813";
 
 /// An RSS 2.0 feed of `count` items `<prefix>1…`, item `n` published `n`
 /// hours before `newest`.
@@ -52,7 +52,7 @@ fn feed_of(title: &str, prefix: &str, count: usize, newest: DateTime<Utc>) -> St
 }
 
 /// Ada with a reader password, signed in over the Google Reader API.
-async fn ada(app: &TestApp) -> (Reader<'_>, GReader<'_>) {
+pub(crate) async fn ada(app: &TestApp) -> (Reader<'_>, GReader<'_>) {
     let ada = Reader::new(app, "ada").await;
     ada.data(
         "mutation { setReaderPassword(currentPassword: \"ada-password\", password: \"reader-pass-1\") }",
