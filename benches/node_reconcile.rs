@@ -24,7 +24,8 @@
 //! Not a test: it prints figures. Knobs: `BENCH_UPDATES` (200 sequential
 //! updates), `BENCH_CONCURRENT` (1000), `BENCH_INSTANCES` (98 per service),
 //! `BENCH_VISIBLE_SAMPLES` (50), `BENCH_SUSTAINED_SECONDS` (20),
-//! `TRELLIS_TEST_PG_URL`; `api-only` as an argument skips the seeded part.
+//! `TRELLIS_TEST_PG_URL`; `api-only` as an argument skips the seeded part,
+//! `seeded-only` the part through the API.
 
 mod support;
 
@@ -687,7 +688,11 @@ async fn main() {
         .filter(|arg| !arg.starts_with('-'))
         .collect();
     let api_only = filter.iter().any(|f| f == "api-only");
-    let backends: Vec<&String> = filter.iter().filter(|f| *f != "api-only").collect();
+    let seeded_only = filter.iter().any(|f| f == "seeded-only");
+    let backends: Vec<&String> = filter
+        .iter()
+        .filter(|f| *f != "api-only" && *f != "seeded-only")
+        .collect();
     let wanted =
         |name: &str| backends.is_empty() || backends.iter().any(|f| name.contains(f.as_str()));
     let updates = env_or("BENCH_UPDATES", 200usize);
@@ -701,8 +706,10 @@ async fn main() {
             if !api_only {
                 run(postgres, instances, updates, concurrent).await;
             }
-            let (p50, lag) = through_the_api(postgres, instances, samples, seconds).await;
-            worst = (worst.0.max(p50), worst.1.max(lag));
+            if !seeded_only {
+                let (p50, lag) = through_the_api(postgres, instances, samples, seconds).await;
+                worst = (worst.0.max(p50), worst.1.max(lag));
+            }
         }
     }
     // The worst backend's figures, for scripts.
