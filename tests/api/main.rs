@@ -19,6 +19,7 @@ mod nodes;
 mod ops;
 mod reader_apps;
 mod reader_items;
+mod reader_sync;
 mod reconcile;
 mod slowclient;
 mod task_contract;

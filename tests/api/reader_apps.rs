@@ -28,14 +28,14 @@ on_both_backends!(
     what_apps_sync_by_is_reported_as_the_peers_report_it,
 );
 
-const READING_LIST: &str = "user/-/state/com.google/reading-list";
-const STARRED: &str = "user/-/state/com.google/starred";
+pub(crate) const READING_LIST: &str = "user/-/state/com.google/reading-list";
+pub(crate) const STARRED: &str = "user/-/state/com.google/starred";
 /// md5("ada:reader-pass-1"), computed independently (`printf 'ada:reader-pass-1' | md5sum`).
 pub(crate) const ADA_FEVER_KEY: &str = "26f657fd2798a7497b805027601be813";
 
 /// An RSS 2.0 feed of `count` items `<prefix>1…`, item `n` published `n`
 /// hours before `newest`.
-fn feed_of(title: &str, prefix: &str, count: usize, newest: DateTime<Utc>) -> String {
+pub(crate) fn feed_of(title: &str, prefix: &str, count: usize, newest: DateTime<Utc>) -> String {
     let items: String = (1..=count)
         .map(|n| {
             let published = (newest - Duration::hours(n as i64)).to_rfc2822();
@@ -64,7 +64,7 @@ pub(crate) async fn ada(app: &TestApp) -> (Reader<'_>, GReader<'_>) {
 }
 
 /// The ids of the items GraphQL lists for `filter`.
-async fn graphql_ids(reader: &Reader<'_>, filter: Value) -> HashSet<i64> {
+pub(crate) async fn graphql_ids(reader: &Reader<'_>, filter: Value) -> HashSet<i64> {
     reader
         .items(filter)
         .await
@@ -74,7 +74,7 @@ async fn graphql_ids(reader: &Reader<'_>, filter: Value) -> HashSet<i64> {
 }
 
 /// A comma-separated Fever id list as a set.
-fn id_set(list: &Value) -> HashSet<i64> {
+pub(crate) fn id_set(list: &Value) -> HashSet<i64> {
     list.as_str()
         .unwrap_or_else(|| panic!("an id list, got {list}"))
         .split(',')
@@ -310,7 +310,7 @@ async fn unread_in(reader: &Reader<'_>, feed: &str) -> usize {
 }
 
 /// A Fever mark as Reeder sends it: the form alone, no list flag.
-async fn fever_mark(
+pub(crate) async fn fever_mark(
     app: &TestApp,
     what: &str,
     action: &str,
@@ -325,6 +325,18 @@ async fn fever_mark(
     ];
     form.extend(before.map(|before| ("before", before)));
     fever(app, "", &form).await
+}
+
+/// A last-sync time in the protocols' whole seconds: every item that
+/// arrived so far arrived before it, every one from now on after it. The
+/// clock passing the next second is what makes "after the sync" mean
+/// something at that resolution; nothing else is waited for here.
+pub(crate) async fn sync_point() -> i64 {
+    let synced = Utc::now().timestamp() + 1;
+    while Utc::now().timestamp() <= synced {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    synced
 }
 
 /// Item 2: an item published 20 minutes before an app's last sync but
@@ -346,10 +358,7 @@ async fn time_bounds_use_arrival_not_publication(backend: Backend) {
     // The app's last sync, in the protocols' whole seconds: the next
     // second after the first pull. Waiting for the clock to pass it is
     // what makes "after the sync" mean something at that resolution.
-    let synced = Utc::now().timestamp() + 1;
-    while Utc::now().timestamp() <= synced {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let synced = sync_point().await;
     let claimed = DateTime::from_timestamp(synced - 20 * 60, 0).unwrap();
     let late_entry = format!(
         "<item><guid>late</guid><title>Late</title><link>https://publisher.example/late</link>\
