@@ -5,6 +5,7 @@ pub mod bookmark;
 pub mod feed;
 pub mod feed_fetch_state;
 pub mod feed_group;
+pub mod feed_icon;
 pub mod feed_settings;
 pub mod idempotency_key;
 pub mod instance_secret;

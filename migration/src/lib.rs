@@ -27,6 +27,7 @@ mod m20261203_000015_default_group_with_user;
 mod m20261203_000016_sanitized_content;
 mod m20261203_000017_drop_orphans_checked;
 mod m20261203_000018_item_authors_enclosures;
+mod m20261203_000019_feed_icons;
 
 pub struct Migrator;
 
@@ -52,6 +53,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000016_sanitized_content::Migration),
             Box::new(m20261203_000017_drop_orphans_checked::Migration),
             Box::new(m20261203_000018_item_authors_enclosures::Migration),
+            Box::new(m20261203_000019_feed_icons::Migration),
         ]
     }
 }

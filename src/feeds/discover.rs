@@ -77,8 +77,9 @@ impl TokenSink for LinkSink {
     }
 }
 
-/// The feeds `html` (fetched from `page`) links to, in document order, without duplicates.
-pub fn alternate_links(html: &str, page: &Url) -> Vec<Discovered> {
+/// The attributes of every `<link>` of `html` (fetched from `page`), and
+/// the URL its relative hrefs resolve against (`<base href>` or the page).
+fn page_links(html: &str, page: &Url) -> (Url, Vec<Vec<(String, String)>>) {
     let tokenizer = Tokenizer::new(LinkSink::default(), TokenizerOpts::default());
     let input = BufferQueue::default();
     input.push_back(StrTendril::from_slice(html));
@@ -91,14 +92,61 @@ pub fn alternate_links(html: &str, page: &Url) -> Vec<Discovered> {
         .as_deref()
         .and_then(|href| page.join(href).ok())
         .unwrap_or_else(|| page.clone());
-    let mut found: Vec<Discovered> = Vec::new();
-    for attrs in sink.links.borrow().iter() {
-        let get = |key: &str| {
-            attrs
-                .iter()
-                .find(|(name, _)| name == key)
-                .map(|(_, v)| v.as_str())
+    let links = sink.links.take();
+    (base, links)
+}
+
+/// The value of the attribute `key` of one tag.
+fn attr<'a>(attrs: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    attrs
+        .iter()
+        .find(|(name, _)| name == key)
+        .map(|(_, value)| value.as_str())
+}
+
+/// The icons `html` (fetched from `page`) declares, best first: `rel="icon"`
+/// and `rel="shortcut icon"` in document order, then `apple-touch-icon`
+/// (larger, but made for home screens); absolute `http(s)` URLs only,
+/// without duplicates.
+pub fn icon_links(html: &str, page: &Url) -> Vec<Url> {
+    let (base, links) = page_links(html, page);
+    let mut icons = Vec::new();
+    let mut touch_icons = Vec::new();
+    for attrs in &links {
+        let get = |key: &str| attr(attrs, key);
+        let (Some(rel), Some(href)) = (get("rel"), get("href")) else {
+            continue;
         };
+        let Ok(url) = base.join(href.trim()) else {
+            continue;
+        };
+        if !matches!(url.scheme(), "http" | "https") {
+            continue;
+        }
+        let rel = rel.to_ascii_lowercase();
+        let tokens: Vec<&str> = rel.split_ascii_whitespace().collect();
+        if tokens.contains(&"icon") {
+            icons.push(url);
+        } else if tokens.contains(&"apple-touch-icon") {
+            touch_icons.push(url);
+        }
+    }
+    icons.extend(touch_icons);
+    let mut unique: Vec<Url> = Vec::new();
+    for url in icons {
+        if !unique.contains(&url) {
+            unique.push(url);
+        }
+    }
+    unique
+}
+
+/// The feeds `html` (fetched from `page`) links to, in document order, without duplicates.
+pub fn alternate_links(html: &str, page: &Url) -> Vec<Discovered> {
+    let (base, links) = page_links(html, page);
+    let mut found: Vec<Discovered> = Vec::new();
+    for attrs in &links {
+        let get = |key: &str| attr(attrs, key);
         let alternate = get("rel").is_some_and(|rel| {
             rel.split_ascii_whitespace()
                 .any(|token| token.eq_ignore_ascii_case("alternate"))
@@ -202,6 +250,32 @@ mod tests {
         assert_eq!(found[0].title.as_deref(), Some("Posts"));
         assert_eq!(found[1].kind, "atom");
         assert_eq!(found[2].kind, "json");
+    }
+
+    #[test]
+    fn icon_links_prefer_icons_over_touch_icons() {
+        let page = Url::parse("https://blog.example/posts/hello").unwrap();
+        let html = r#"<head>
+            <link rel="apple-touch-icon" href="/touch.png">
+            <link rel="stylesheet" href="/style.css">
+            <LINK REL="Shortcut Icon" href="fav.ico">
+            <link rel="icon" type="image/png" href="https://cdn.example/icon.png">
+            <link rel="icon" href="javascript:alert(1)">
+            <link rel="icon" href="fav.ico">
+            </head>"#;
+        let urls: Vec<String> = icon_links(html, &page)
+            .into_iter()
+            .map(String::from)
+            .collect();
+        assert_eq!(
+            urls,
+            [
+                "https://blog.example/posts/fav.ico",
+                "https://cdn.example/icon.png",
+                "https://blog.example/touch.png",
+            ]
+        );
+        assert!(icon_links("<p>none</p>", &page).is_empty());
     }
 
     #[test]

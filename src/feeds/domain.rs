@@ -1,5 +1,5 @@
 //! The feeds domain as the app wires it ([`crate::domain`]): its service,
-//! task kinds, pull scheduler and DataLoaders. (The reader APIs over it are
+//! task kinds, pull scheduler, DataLoaders and its icon route. (The reader APIs over it are
 //! `crate::readerapi`.)
 
 use std::sync::Arc;
@@ -8,8 +8,15 @@ use async_graphql::Data;
 use tokio::{sync::watch, task::JoinHandle};
 
 use super::{
-    discover::Discoverer, loaders::FeedLoaders, pull::Puller, reader_auth::ReaderAccounts,
-    scheduler, service::FeedsService, settings::Settings, tasks,
+    discover::Discoverer,
+    icons::{self, IconLinks, IconRoutes},
+    loaders::FeedLoaders,
+    pull::Puller,
+    reader_auth::ReaderAccounts,
+    scheduler,
+    service::FeedsService,
+    settings::Settings,
+    tasks,
 };
 use crate::{
     domain::{Domain, Platform, Setup},
@@ -81,6 +88,16 @@ impl Domain for Feeds {
         data.insert(self.accounts.clone());
         data.insert(self.discoverer.clone());
         data.insert(FeedLoaders::new(&self.platform.db));
+        data.insert(IconLinks(self.platform.public_url.clone()));
+    }
+
+    /// `GET /icons/{feed_id}`: the icons the pull worker stored.
+    fn routes(&self) -> axum::Router {
+        icons::routes(IconRoutes {
+            web: self.platform.web.clone(),
+            db: self.platform.db.clone(),
+            accounts: self.accounts.clone(),
+        })
     }
 
     fn background(&self, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {

@@ -4,7 +4,7 @@
 use std::{collections::HashMap, sync::Arc};
 
 use async_graphql::dataloader::{DataLoader, Loader};
-use entity::{feed, feed_fetch_state, feed_group, item};
+use entity::{feed, feed_fetch_state, feed_group, feed_icon, item};
 use sea_orm::{
     ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
     sea_query::{Expr, Func},
@@ -23,6 +23,7 @@ pub struct FeedLoaders {
     pub fetch_states: DataLoader<ById<feed_fetch_state::Entity>>,
     pub item_counts: DataLoader<ItemCountLoader>,
     pub group_feeds: DataLoader<GroupFeedsLoader>,
+    pub icons: DataLoader<IconLoader>,
 }
 
 impl FeedLoaders {
@@ -33,6 +34,7 @@ impl FeedLoaders {
             fetch_states: DataLoader::new(ById::new(db), tokio::spawn),
             item_counts: DataLoader::new(ItemCountLoader(db.clone()), tokio::spawn),
             group_feeds: DataLoader::new(GroupFeedsLoader(db.clone()), tokio::spawn),
+            icons: DataLoader::new(IconLoader(db.clone()), tokio::spawn),
         })
     }
 }
@@ -96,5 +98,24 @@ impl Loader<i64> for ItemCountLoader {
             counts.insert(feed_id, ItemCounts { total, unread });
         }
         Ok(counts)
+    }
+}
+
+/// Which feeds have an icon (the key is present) — without their bytes.
+pub struct IconLoader(DatabaseConnection);
+
+impl Loader<i64> for IconLoader {
+    type Value = ();
+    type Error = Arc<sea_orm::DbErr>;
+
+    async fn load(&self, keys: &[i64]) -> Result<HashMap<i64, Self::Value>, Self::Error> {
+        let ids: Vec<i64> = feed_icon::Entity::find()
+            .select_only()
+            .column(feed_icon::Column::FeedId)
+            .filter(feed_icon::Column::FeedId.is_in(keys.iter().copied()))
+            .into_tuple()
+            .all(&self.0)
+            .await?;
+        Ok(ids.into_iter().map(|id| (id, ())).collect())
     }
 }

@@ -11,7 +11,8 @@
 //!   [`store`] is its SQL, [`tasks`] the runner's task kinds.
 //! - [`retention`]: the optional hourly clean-up of old read items.
 //! - [`sanitize`]: item HTML as it is served; [`discover`] finds feeds a
-//!   page links to; [`opml`] reads and writes subscription lists, whose
+//!   page links to; [`icons`] fetches, keeps and serves each feed's icon;
+//!   [`opml`] reads and writes subscription lists, whose
 //!   names [`names`] keeps fit for XML.
 //! - [`item_list`]: the item lists (GraphQL `items`, the reader APIs'
 //!   streams) and bookmarks, paged by keyset.
@@ -24,6 +25,7 @@ pub mod dates;
 pub mod discover;
 pub mod domain;
 pub mod graphql;
+pub mod icons;
 pub mod item_list;
 pub mod loaders;
 pub mod mapping;

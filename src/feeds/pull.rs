@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::{
+    icons,
     mapping::{MappedItem, map_entry},
     parse, pullpolicy, retention, store,
 };
@@ -202,9 +203,16 @@ impl Puller {
             Ok(observed) => observed,
             Err(busy) => return Ok(Pulled::Busy(busy)),
         };
-        self.record(feed, state, observation, interval, at)
-            .await
-            .map(Pulled::Done)
+        let report = self.record(feed, state, observation, interval, at).await?;
+        // The items are stored: now, and only after a good pull, the icon
+        // (whose failure is no failure of the feed).
+        if matches!(
+            report.outcome,
+            PullOutcome::Updated | PullOutcome::NotModified
+        ) {
+            icons::refresh_if_due(&self.db, &self.http, feed.id, at).await;
+        }
+        Ok(Pulled::Done(report))
     }
 
     /// Records one pull's outcome in one write transaction.

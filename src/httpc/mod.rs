@@ -172,7 +172,30 @@ impl HttpClient {
         url: &str,
         headers: HeaderMap,
     ) -> Result<Fetched, FetchError> {
-        self.send(patience, Method::GET, url, headers, None).await
+        self.send(
+            patience,
+            Method::GET,
+            url,
+            headers,
+            None,
+            self.settings.max_body_bytes,
+        )
+        .await
+    }
+
+    /// [`HttpClient::get_with`] with a smaller body cap for this request
+    /// (the client's own cap still bounds it): for fetches whose answer
+    /// is small by nature, such as a feed's icon.
+    pub async fn get_capped(
+        &self,
+        patience: Patience,
+        url: &str,
+        headers: HeaderMap,
+        max_body_bytes: usize,
+    ) -> Result<Fetched, FetchError> {
+        let limit = max_body_bytes.min(self.settings.max_body_bytes);
+        self.send(patience, Method::GET, url, headers, None, limit)
+            .await
     }
 
     /// Sends `body` as JSON (`Content-Type: application/json`) with `method`.
@@ -200,9 +223,18 @@ impl HttpClient {
         headers: HeaderMap,
         body: Option<Vec<u8>>,
     ) -> Result<Fetched, FetchError> {
-        self.send(Patience::Wait, method, url, headers, body).await
+        self.send(
+            Patience::Wait,
+            method,
+            url,
+            headers,
+            body,
+            self.settings.max_body_bytes,
+        )
+        .await
     }
 
+    /// Sends one request and reads its body up to `limit` bytes.
     async fn send(
         &self,
         patience: Patience,
@@ -210,6 +242,7 @@ impl HttpClient {
         url: &str,
         headers: HeaderMap,
         body: Option<Vec<u8>>,
+        limit: usize,
     ) -> Result<Fetched, FetchError> {
         let url = Url::parse(url).map_err(|error| FetchError::InvalidUrl(error.to_string()))?;
         self.settings.destination.check_url(&url)?;
@@ -224,7 +257,6 @@ impl HttpClient {
             request = request.body(body);
         }
         let mut response = request.send().await.map_err(|error| self.classify(error))?;
-        let limit = self.settings.max_body_bytes;
         if response
             .content_length()
             .is_some_and(|length| length > limit as u64)

@@ -16,6 +16,7 @@ use axum::{
     extract::State,
     response::{IntoResponse, Response},
 };
+use base64::{Engine, prelude::BASE64_STANDARD};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -138,12 +139,14 @@ async fn respond(
         }
         if has("feeds") {
             let checked = feeds.last_successes(user).await?;
+            // A feed's favicon id is its own id (0: none).
+            let with_icons = feeds.feeds_with_icons(user).await?;
             let list: Vec<Value> = all
                 .iter()
                 .map(|feed| {
                     json!({
                         "id": feed.id,
-                        "favicon_id": 0,
+                        "favicon_id": if with_icons.contains(&feed.id) { feed.id } else { 0 },
                         "title": feed.name,
                         "url": feed.link,
                         "site_url": feed.site_url.clone().unwrap_or_default(),
@@ -158,8 +161,20 @@ async fn respond(
         answer.insert("feeds_groups".into(), json!(feeds_groups));
     }
     if has("favicons") {
-        // No favicons are fetched; clients fall back to their own.
-        answer.insert("favicons".into(), json!([]));
+        // Inline, as the spec has it: `data` is `<mime>;base64,<bytes>`,
+        // a data URI without its `data:` (what Reeder and the peers expect).
+        let list: Vec<Value> = feeds
+            .feed_icons(user)
+            .await?
+            .into_iter()
+            .map(|icon| {
+                json!({
+                    "id": icon.feed_id,
+                    "data": format!("{};base64,{}", icon.mime_type, BASE64_STANDARD.encode(&icon.data)),
+                })
+            })
+            .collect();
+        answer.insert("favicons".into(), json!(list));
     }
     if has("links") {
         answer.insert("links".into(), json!([]));

@@ -323,8 +323,12 @@ async fn user_info(ReaderRequest { user, accounts, .. }: ReaderRequest) -> Reply
     .into_response())
 }
 
-async fn subscription_list(ReaderRequest { user, feeds, .. }: ReaderRequest) -> Reply {
+async fn subscription_list(
+    State(state): State<ReaderState>,
+    ReaderRequest { user, feeds, .. }: ReaderRequest,
+) -> Reply {
     let groups = group_names(&feeds, user).await?;
+    let with_icons = feeds.feeds_with_icons(user).await?;
     let subscriptions: Vec<Value> = feeds
         .feeds(user, None)
         .await?
@@ -337,7 +341,12 @@ async fn subscription_list(ReaderRequest { user, feeds, .. }: ReaderRequest) -> 
                 "categories": [{ "id": format!("{LABEL_PREFIX}{label}"), "label": label }],
                 "url": feed.link,
                 "htmlUrl": feed.site_url.unwrap_or_default(),
-                "iconUrl": "",
+                // Our own route (never the publisher's), or none.
+                "iconUrl": if with_icons.contains(&feed.id) {
+                    state.icons.url(feed.id)
+                } else {
+                    String::new()
+                },
             })
         })
         .collect();

@@ -19,7 +19,10 @@ use axum::{Router, extract::FromRef, routing::post};
 
 use crate::{
     domain::{Domain, Platform, Setup},
-    feeds::{self, discover::Discoverer, reader_auth::ReaderAccounts, service::FeedsService},
+    feeds::{
+        self, discover::Discoverer, icons::IconLinks, reader_auth::ReaderAccounts,
+        service::FeedsService,
+    },
     http::Web,
     httpc::HttpClient,
     jobs::{Jobs, handler::Registry},
@@ -33,6 +36,8 @@ pub struct ReaderState {
     pub accounts: ReaderAccounts,
     /// `subscription/quickadd` finds feeds as `discoverFeeds` does.
     pub discoverer: Discoverer,
+    /// Google Reader's `iconUrl`: our own icon route.
+    pub icons: IconLinks,
 }
 
 impl FromRef<ReaderState> for Web {
@@ -49,6 +54,7 @@ pub fn setup(settings: &feeds::Settings, platform: &Platform) -> anyhow::Result<
         feeds: FeedsService::with_search_limits(platform.db.clone(), settings.search_limits()),
         accounts: ReaderAccounts::new(platform.db.clone(), platform.web.auth.clone()),
         discoverer: Discoverer(HttpClient::new(settings.http_settings())?),
+        icons: IconLinks(platform.public_url.clone()),
     })))
 }
 

@@ -16,6 +16,7 @@ use serde_json::json;
 use super::{
     FEED_UPDATED, IMPORT_KIND, PULL_KIND, REFRESH_ALL_KIND, REFRESH_INTERVALS,
     discover::Discoverer,
+    icons::IconLinks,
     item_list::{GroupRef, ItemQuery},
     loaders::{FeedLoaders, ItemCounts},
     opml,

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use entity::{bookmark, feed, feed_fetch_state, feed_group, feed_settings, item};
+use entity::{bookmark, feed, feed_fetch_state, feed_group, feed_icon, feed_settings, item};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
     IntoActiveModel, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Select, Set, SqlErr,

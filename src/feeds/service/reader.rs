@@ -3,6 +3,27 @@
 use super::*;
 
 impl FeedsService {
+    /// The ids of the user's feeds that have an icon (`feeds::icons`).
+    pub async fn feeds_with_icons(&self, user: Uuid) -> AppResult<HashSet<i64>> {
+        let ids: Vec<i64> = feed_icon::Entity::find()
+            .select_only()
+            .column(feed_icon::Column::FeedId)
+            .filter(feed_icon::Column::FeedId.in_subquery(user_feed_ids(user)))
+            .into_tuple()
+            .all(&self.db)
+            .await?;
+        Ok(ids.into_iter().collect())
+    }
+
+    /// The icons of the user's feeds (Fever inlines them).
+    pub async fn feed_icons(&self, user: Uuid) -> AppResult<Vec<feed_icon::Model>> {
+        Ok(feed_icon::Entity::find()
+            .filter(feed_icon::Column::FeedId.in_subquery(user_feed_ids(user)))
+            .order_by_asc(feed_icon::Column::FeedId)
+            .all(&self.db)
+            .await?)
+    }
+
     /// How many items the user has.
     pub async fn item_count(&self, user: Uuid) -> AppResult<u64> {
         Ok(self.items_of(user).count(&self.db).await?)
