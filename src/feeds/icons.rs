@@ -20,10 +20,7 @@ use axum::{
 };
 use chrono::{DateTime, Utc};
 use entity::{feed, feed_icon};
-use sea_orm::{
-    ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QuerySelect, Set,
-    sea_query::OnConflict,
-};
+use sea_orm::{DatabaseConnection, EntityTrait, QuerySelect, Set, sea_query::OnConflict};
 use url::Url;
 use uuid::Uuid;
 
@@ -31,8 +28,8 @@ use super::{discover, reader_auth::ReaderAccounts};
 use crate::{
     digest::sha256_hex_bytes,
     domain::PublicUrl,
-    error::AppResult,
-    http::{Web, identify},
+    error::{AppError, AppResult},
+    http::{Web, google_login_token, identify, matches_etag},
     httpc::{HttpClient, Patience},
 };
 
@@ -281,14 +278,7 @@ async fn serve(
         (header::CACHE_CONTROL, "public, max-age=86400".to_owned()),
         (header::ETAG, etag.clone()),
     ];
-    let matches = headers
-        .get_all(header::IF_NONE_MATCH)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .map(|tag| tag.trim().trim_start_matches("W/"))
-        .any(|tag| tag == etag || tag == "*");
-    if matches {
+    if matches_etag(&headers, &etag) {
         return (StatusCode::NOT_MODIFIED, cache).into_response();
     }
     let mime = HeaderValue::from_str(&icon.mime_type)
@@ -310,11 +300,7 @@ async fn serve(
 /// The signed-in caller: a Google Reader token, else a bearer token or the
 /// session cookie. A bad credential is no caller.
 async fn caller(state: &IconRoutes, headers: &HeaderMap) -> Option<Uuid> {
-    let google = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.trim().strip_prefix("GoogleLogin auth="));
-    match google {
+    match google_login_token(headers) {
         Some(token) => state.accounts.google_user(token).await.ok(),
         None => identify(&state.web.auth, headers)
             .await
@@ -330,15 +316,11 @@ async fn owned_icon(
     user: Uuid,
     feed_id: i64,
 ) -> AppResult<Option<feed_icon::Model>> {
-    let owns = feed::Entity::find_by_id(feed_id)
-        .filter(feed::Column::UserId.eq(user))
-        .one(db)
-        .await?
-        .is_some();
-    if !owns {
-        return Ok(None);
+    match crate::db::owned::<feed::Entity>(db, user, feed_id).await {
+        Ok(_) => Ok(feed_icon::Entity::find_by_id(feed_id).one(db).await?),
+        Err(AppError::NotFound(_)) => Ok(None),
+        Err(error) => Err(error),
     }
-    Ok(feed_icon::Entity::find_by_id(feed_id).one(db).await?)
 }
 
 #[cfg(test)]

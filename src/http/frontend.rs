@@ -220,18 +220,6 @@ fn etag(sha256: &[u8; 32], encoding: Option<&str>) -> String {
     }
 }
 
-fn matches_etag(headers: &HeaderMap, tag: &str) -> bool {
-    headers
-        .get_all(header::IF_NONE_MATCH)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .any(|candidate| {
-            let candidate = candidate.trim();
-            candidate == "*" || candidate.trim_start_matches("W/") == tag
-        })
-}
-
 /// The encodings the client takes, best first, among those we precompress.
 fn accepted_encodings(headers: &HeaderMap) -> Vec<&'static str> {
     let offered: Vec<(String, f32)> = headers
@@ -284,7 +272,7 @@ async fn asset(
     }
     let (file, encoding) = chosen;
     let tag = etag(&file.sha256, encoding);
-    let mut response = if matches_etag(&headers, &tag) {
+    let mut response = if super::matches_etag(&headers, &tag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         ([(header::CONTENT_TYPE, mime)], file.bytes.into_owned()).into_response()
@@ -308,7 +296,7 @@ async fn asset(
 /// every use (`no-cache` + ETag).
 fn root_file(name: &str, file: File, headers: &HeaderMap) -> Response {
     let tag = etag(&file.sha256, None);
-    let mut response = if matches_etag(headers, &tag) {
+    let mut response = if super::matches_etag(headers, &tag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         (

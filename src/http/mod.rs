@@ -105,6 +105,29 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
         .filter(|token| !token.is_empty())
 }
 
+/// The `GoogleLogin auth=` token of a request's `Authorization` header
+/// (what Google Reader apps send after `ClientLogin`).
+pub fn google_login_token(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().strip_prefix("GoogleLogin auth="))
+}
+
+/// Whether the request's `If-None-Match` names `tag` (weak or strong) or
+/// is `*`: the client's copy is current, answer `304`.
+pub fn matches_etag(headers: &HeaderMap, tag: &str) -> bool {
+    headers
+        .get_all(axum::http::header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|candidate| {
+            let candidate = candidate.trim();
+            candidate == "*" || candidate.trim_start_matches("W/") == tag
+        })
+}
+
 /// Authenticates a request: a bearer token wins over the session cookie.
 /// A bad bearer token is an error (the client must refresh or sign in
 /// again); a stale cookie just means anonymous.

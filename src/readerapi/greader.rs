@@ -25,7 +25,7 @@ use async_graphql::connection::CursorType;
 use axum::{
     Json, Router,
     extract::{FromRequest, Path, Request, State},
-    http::{HeaderMap, StatusCode, header},
+    http::{StatusCode, header},
     response::{IntoResponse, Response},
     routing::{get, post},
 };
@@ -184,14 +184,6 @@ fn item_ids_of(params: &Params, max: usize) -> Vec<i64> {
         .collect()
 }
 
-/// The `GoogleLogin auth=` token of a request's `Authorization` header.
-fn header_token(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.trim().strip_prefix("GoogleLogin auth="))
-}
-
 /// The user a token (from `ClientLogin`) belongs to.
 async fn authenticate(state: &ReaderState, token: Option<&str>) -> AppResult<Uuid> {
     let token = token.ok_or(AppError::Unauthenticated("GoogleLogin auth token required"))?;
@@ -220,7 +212,7 @@ impl FromRequest<ReaderState> for ReaderRequest {
     type Rejection = Response;
 
     async fn from_request(request: Request, state: &ReaderState) -> Result<Self, Response> {
-        let from_header = header_token(request.headers()).map(str::to_owned);
+        let from_header = crate::http::google_login_token(request.headers()).map(str::to_owned);
         let is_post = request.method() == axum::http::Method::POST;
         let params = Params::from_request(request, state).await?;
         let token = match from_header {
