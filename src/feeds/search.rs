@@ -392,32 +392,43 @@ pub fn ranked_statement(
         .map(|column| format!("items.{}", sea_orm::IdenStatic::as_str(&column)))
         .collect::<Vec<_>>()
         .join(", ");
-    match backend {
-        DatabaseBackend::Postgres => Statement::from_sql_and_values(
-            backend,
-            format!(
-                "SELECT {columns} FROM items, to_tsquery('simple', $2) AS q \
-                 WHERE items.user_id = $1 AND items.search @@ q \
-                 ORDER BY ts_rank(items.search, q) DESC, items.pub_date DESC, items.id DESC LIMIT $3"
-            ),
-            [user.into(), tsquery(&terms).into(), (limit as i64).into()],
-        ),
+    // Rank first, then read: the ranking carries only the id and its sort
+    // keys through the top-N sort, and the whole rows (content, sanitized
+    // HTML, search text: kilobytes each) are read for the `limit` winners
+    // alone. Sorting whole rows cost PostgreSQL a third more time per
+    // query once items grew their search and HTML columns
+    // (`docs/benchmarks.md`, "Paired re-run").
+    let ranking = match backend {
+        DatabaseBackend::Postgres => {
+            "SELECT items.id, ts_rank(items.search, q) AS rank, items.pub_date \
+             FROM items, to_tsquery('simple', $2) AS q \
+             WHERE items.user_id = $1 AND items.search @@ q \
+             ORDER BY rank DESC, items.pub_date DESC, items.id DESC LIMIT $3"
+        }
         // CROSS JOIN: SQLite keeps the left table outermost, so the
-        // full-text match runs once and drives the join.
-        _ => Statement::from_sql_and_values(
-            backend,
-            format!(
-                "SELECT {columns} FROM items_fts CROSS JOIN items ON items.id = items_fts.rowid \
-                 WHERE items_fts MATCH $2 AND items.user_id = $1 \
-                 ORDER BY bm25(items_fts, 10.0, 1.0), items.pub_date DESC, items.id DESC LIMIT $3"
-            ),
-            [
-                user.into(),
-                fts5_query(&terms).into(),
-                (limit as i64).into(),
-            ],
+        // full-text match runs once and drives the join. BM25 is lower
+        // for better matches.
+        _ => {
+            "SELECT items.id, -bm25(items_fts, 10.0, 1.0) AS rank, items.pub_date \
+             FROM items_fts CROSS JOIN items ON items.id = items_fts.rowid \
+             WHERE items_fts MATCH $2 AND items.user_id = $1 \
+             ORDER BY rank DESC, items.pub_date DESC, items.id DESC LIMIT $3"
+        }
+    };
+    // SQLite's CROSS JOIN keeps the winners outermost; PostgreSQL has no
+    // CROSS JOIN … ON and plans the fifty lookups by the key on its own.
+    let (query, join) = match backend {
+        DatabaseBackend::Postgres => (tsquery(&terms), "JOIN"),
+        _ => (fts5_query(&terms), "CROSS JOIN"),
+    };
+    Statement::from_sql_and_values(
+        backend,
+        format!(
+            "SELECT {columns} FROM ({ranking}) AS best {join} items ON items.id = best.id \
+             ORDER BY best.rank DESC, best.pub_date DESC, best.id DESC"
         ),
-    }
+        [user.into(), query.into(), (limit as i64).into()],
+    )
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@ use axum::{
     http::HeaderMap,
     response::{IntoResponse, Response},
 };
-use uuid::Uuid;
 
 use super::Jobs;
 use crate::{
@@ -34,7 +33,7 @@ pub fn routes(web: Web, jobs: Jobs) -> Router {
 }
 
 /// The task as JSON (the GraphQL `Task` fields); 401 without credentials,
-/// 404 when absent or not the caller's.
+/// 400 when the path is not a task id, 404 when absent or not the caller's.
 async fn get_task(
     State(state): State<TaskRoute>,
     headers: HeaderMap,
@@ -44,7 +43,9 @@ async fn get_task(
         let viewer = identify(&state.web.auth, &headers)
             .await?
             .ok_or(AppError::Unauthenticated("sign in to read tasks"))?;
-        let id = Uuid::parse_str(&id).map_err(|_| AppError::NotFound("task"))?;
+        // Read as GraphQL's `task(id:)` and the resource routes read an id:
+        // not an id at all is 400 `BAD_USER_INPUT`; an id of no task, 404.
+        let id = super::graphql::parse_id("id", &async_graphql::ID(id))?;
         let jobs = &state.jobs;
         let task = jobs
             .get(viewer.audience(), id)

@@ -92,6 +92,32 @@ async fn probe_task_runs_every_stage_and_is_readable_everywhere(backend: Backend
         .await
         .unwrap();
     assert_eq!(missing.status(), 404);
+    // Not an id at all: the caller's mistake, answered as GraphQL's
+    // `task(id:)` answers it.
+    let not_an_id = app
+        .client
+        .get(app.url("/tasks/not-a-uuid"))
+        .bearer_auth(&admin.access)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_an_id.status(), 400);
+    let body: Value = not_an_id.json().await.unwrap();
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
+        "{body}"
+    );
+    let graphql = app
+        .gql("{ task(id: \"not-a-uuid\") { id } }", json!({}))
+        .bearer(&admin.access)
+        .send()
+        .await;
+    assert_eq!(
+        graphql.error_code(),
+        Some("BAD_USER_INPUT"),
+        "{:?}",
+        graphql.body
+    );
 
     let list = app
         .gql(
