@@ -31,7 +31,7 @@ use tower_http::{
 use crate::{
     auth::service::AuthService,
     config::{Config, ConfigError},
-    db,
+    db, docs,
     domain::{Domain, Platform, PublicUrl, Setup},
     feeds,
     graphql::{
@@ -57,6 +57,8 @@ pub struct DomainSettings {
     pub feeds: feeds::Settings,
     #[command(flatten)]
     pub nodes: nodes::Settings,
+    #[command(flatten)]
+    pub docs: docs::Settings,
 }
 
 impl DomainSettings {
@@ -66,6 +68,7 @@ impl DomainSettings {
             feeds::setup(&self.feeds, platform)?,
             nodes::setup(&self.nodes, platform)?,
             readerapi::setup(&self.feeds, platform)?,
+            docs::setup(&self.docs, platform)?,
         ])
     }
 

@@ -5,6 +5,7 @@ use async_graphql::{MergedObject, MergedSubscription, Schema, SchemaBuilder};
 
 use crate::{
     auth::graphql::{AuthMutation, AuthQuery},
+    docs::graphql::DocsQuery,
     feeds::graphql::{FeedsMutation, FeedsQuery, FeedsSubscription},
     graphql::{Limits, with_limits},
     jobs::graphql::{JobsMutation, JobsQuery, JobsSubscription},
@@ -13,7 +14,7 @@ use crate::{
 
 #[derive(MergedObject, Default)]
 #[graphql(name = "Query")]
-pub struct QueryRoot(AuthQuery, JobsQuery, FeedsQuery, NodesQuery);
+pub struct QueryRoot(AuthQuery, JobsQuery, FeedsQuery, NodesQuery, DocsQuery);
 
 #[derive(MergedObject, Default)]
 #[graphql(name = "Mutation")]

@@ -17,14 +17,25 @@
 //! - [`assets`]: content-addressed asset paths, the extension sniffed from
 //!   the bytes, and the in-body URL replacement and pending marker.
 //!
+//! Wired into the app as a domain ([`domain`]): its [`settings`] (every
+//! `TRELLIS_NOTION_*`, `TRELLIS_FEISHU_*` and `TRELLIS_DOCS_*` knob), its
+//! [`service`] and the admins' `docsSettings` query ([`graphql`]).
+//!
 //! Not built yet: the engine (tree, processing order, lifecycle, link
-//! rewriting), the manifest entities, the adapters, rate limiting,
-//! settings, GraphQL, tasks and the CLI. `docs/docs-mirror.md` describes
-//! the formats as built.
+//! rewriting), the manifest entities, the adapters, rate limiting, the
+//! sync task and the CLI. `docs/docs-mirror.md` describes the formats as
+//! built.
 
 pub mod adapter;
 pub mod assets;
+mod domain;
 pub mod frontmatter;
+pub mod graphql;
 pub mod markers;
 pub mod mode;
 pub mod naming;
+pub mod service;
+pub mod settings;
+
+pub use domain::setup;
+pub use settings::Settings;
