@@ -2,6 +2,12 @@
 //! the source of truth for the schema; these mirror them for typed queries.
 
 pub mod bookmark;
+pub mod docs_alias;
+pub mod docs_asset;
+pub mod docs_document;
+pub mod docs_link;
+pub mod docs_setting;
+pub mod docs_sync_run;
 pub mod feed;
 pub mod feed_fetch_state;
 pub mod feed_group;

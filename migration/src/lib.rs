@@ -28,6 +28,7 @@ mod m20261203_000016_sanitized_content;
 mod m20261203_000017_drop_orphans_checked;
 mod m20261203_000018_item_authors_enclosures;
 mod m20261203_000019_feed_icons;
+mod m20261203_000020_docs_mirror;
 
 pub struct Migrator;
 
@@ -54,6 +55,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000017_drop_orphans_checked::Migration),
             Box::new(m20261203_000018_item_authors_enclosures::Migration),
             Box::new(m20261203_000019_feed_icons::Migration),
+            Box::new(m20261203_000020_docs_mirror::Migration),
         ]
     }
 }
