@@ -2,7 +2,7 @@
 //! workspaces mirrored to a local Markdown tree under the data dir, one
 //! file per document, with a manifest in the main database.
 //!
-//! Built so far: the pure, I/O-free foundation, each part with its tests.
+//! Built so far, each part with its tests:
 //!
 //! - [`naming`]: how a title becomes a path component (the seed's rule
 //!   chain: slug, `untitled-<id8>`, reserved names, 200-byte cap, sibling
@@ -16,19 +16,23 @@
 //!   the parser that reads back what it writes.
 //! - [`assets`]: content-addressed asset paths, the extension sniffed from
 //!   the bytes, and the in-body URL replacement and pending marker.
+//! - [`engine`]: one platform's sync run over an adapter, the manifest
+//!   (`docs_*` tables) and the mirror tree: tree and placement, the seed's
+//!   processing order, atomic writes, assets, moves, trash and its guard,
+//!   link rewriting, `INDEX.md`.
 //!
 //! Wired into the app as a domain ([`domain`]): its [`settings`] (every
 //! `TRELLIS_NOTION_*`, `TRELLIS_FEISHU_*` and `TRELLIS_DOCS_*` knob), its
 //! [`service`] and the admins' `docsSettings` query ([`graphql`]).
 //!
-//! Not built yet: the engine (tree, processing order, lifecycle, link
-//! rewriting), the manifest entities, the adapters, rate limiting, the
-//! sync task and the CLI. `docs/docs-mirror.md` describes the formats as
-//! built.
+//! Not built yet: the adapters, rate limiting, the `docs.sync` task, the
+//! other GraphQL views and the CLI. `docs/docs-mirror.md` describes the
+//! formats and the engine as built.
 
 pub mod adapter;
 pub mod assets;
 mod domain;
+pub mod engine;
 pub mod frontmatter;
 pub mod graphql;
 pub mod markers;

@@ -7,6 +7,7 @@ mod auth;
 mod cli;
 mod crash;
 mod dashboard;
+mod docs_engine;
 mod docs_settings;
 mod feed_icons;
 mod feeds;
