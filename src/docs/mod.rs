@@ -25,8 +25,10 @@
 //! `TRELLIS_NOTION_*`, `TRELLIS_FEISHU_*` and `TRELLIS_DOCS_*` knob), its
 //! [`service`] and the admins' `docsSettings` query ([`graphql`]).
 //!
-//! Not built yet: the adapters, rate limiting, the `docs.sync` task, the
-//! other GraphQL views and the CLI. `docs/docs-mirror.md` describes the
+//! [`notion`] is the Notion adapter, paced by [`ratelimit`].
+//!
+//! Not built yet: the Feishu adapter, the `docs.sync` task, the other
+//! GraphQL views and the CLI. `docs/docs-mirror.md` describes the
 //! formats and the engine as built.
 
 pub mod adapter;
@@ -38,6 +40,8 @@ pub mod graphql;
 pub mod markers;
 pub mod mode;
 pub mod naming;
+pub mod notion;
+pub mod ratelimit;
 pub mod service;
 pub mod settings;
 

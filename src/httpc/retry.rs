@@ -83,6 +83,19 @@ pub fn next_wait(
     }
 }
 
+/// The waits between attempts under `policy`: capped exponential with
+/// jitter, one fewer than the attempts. Callers that drive their own loop
+/// (the docs platforms pace each attempt) take their steps from here, so
+/// there is one backoff.
+pub fn backoff(policy: &RetryPolicy) -> impl Iterator<Item = Duration> + Send + use<> {
+    ExponentialBuilder::default()
+        .with_min_delay(policy.min_delay)
+        .with_max_delay(policy.max_delay)
+        .with_max_times(policy.max_attempts.saturating_sub(1))
+        .with_jitter()
+        .build()
+}
+
 impl HttpClient {
     /// [`HttpClient::request`] again after a failure worth it (see the
     /// module doc), up to `policy`; the last answer or error when out of
@@ -96,12 +109,7 @@ impl HttpClient {
         body: Option<Vec<u8>>,
         verdict: impl Fn(&Fetched) -> Verdict,
     ) -> Result<Fetched, FetchError> {
-        let mut backoff = ExponentialBuilder::default()
-            .with_min_delay(policy.min_delay)
-            .with_max_delay(policy.max_delay)
-            .with_max_times(policy.max_attempts.saturating_sub(1))
-            .with_jitter()
-            .build();
+        let mut backoff = backoff(policy);
         loop {
             let answer = self
                 .request(method.clone(), url, headers.clone(), body.clone())

@@ -8,6 +8,7 @@ mod cli;
 mod crash;
 mod dashboard;
 mod docs_engine;
+mod docs_notion;
 mod docs_settings;
 mod feed_icons;
 mod feeds;
