@@ -13,10 +13,11 @@
 //! - [`Pacer`]: one request with its retries — each attempt waits for its
 //!   slot; a retryable answer waits for the server's word (`Retry-After`,
 //!   or a wait a provider gives in its own header), else the next step of
-//!   the one capped exponential backoff (`httpc::retry`). Which answers are
-//!   retryable is the platform's predicate: [`notion_verdict`] (429, 529
-//!   and other 5xx), [`feishu_verdict`] (429 and body code 99991400).
-//!   Transport failures are always retried.
+//!   the one capped exponential backoff. The retry loop is `httpc::retry`'s;
+//!   this only adds the slot and the counting. Which answers are retryable
+//!   is the platform's predicate: [`notion_verdict`] (429, 529 and other
+//!   5xx), [`feishu_verdict`] (429 and body code 99991400). Transport
+//!   failures are always retried.
 
 use std::{
     num::NonZeroU32,
@@ -182,31 +183,18 @@ impl Pacer {
         body: Option<Vec<u8>>,
         verdict: impl Fn(&Fetched) -> Verdict,
     ) -> Result<Fetched, FetchError> {
-        let mut backoff = retry::backoff(&self.policy);
-        loop {
+        let attempt = || async {
             self.gate.until_ready().await;
             self.stats.requests.fetch_add(1, Ordering::Relaxed);
-            let answer = client
+            client
                 .request(method.clone(), url, headers.clone(), body.clone())
-                .await;
-            let server = match &answer {
-                Ok(fetched) => match verdict(fetched) {
-                    Verdict::Done => return answer,
-                    Verdict::Retry(wait) => wait,
-                },
-                Err(FetchError::Timeout(_) | FetchError::Connect(_) | FetchError::Transport(_)) => {
-                    None
-                }
-                Err(_) => return answer,
-            };
-            match retry::next_wait(&self.policy, &mut backoff, server) {
-                Some(wait) => {
-                    self.stats.retries.fetch_add(1, Ordering::Relaxed);
-                    self.sleeper.sleep(wait).await;
-                }
-                None => return answer,
-            }
-        }
+                .await
+        };
+        let sleep = |wait| {
+            self.stats.retries.fetch_add(1, Ordering::Relaxed);
+            self.sleeper.sleep(wait)
+        };
+        retry::retrying(&self.policy, attempt, verdict, sleep).await
     }
 }
 

@@ -84,16 +84,49 @@ pub fn next_wait(
 }
 
 /// The waits between attempts under `policy`: capped exponential with
-/// jitter, one fewer than the attempts. Callers that drive their own loop
-/// (the docs platforms pace each attempt) take their steps from here, so
-/// there is one backoff.
-pub fn backoff(policy: &RetryPolicy) -> impl Iterator<Item = Duration> + Send + use<> {
+/// jitter, one fewer than the attempts.
+fn backoff(policy: &RetryPolicy) -> impl Iterator<Item = Duration> + Send + use<> {
     ExponentialBuilder::default()
         .with_min_delay(policy.min_delay)
         .with_max_delay(policy.max_delay)
         .with_max_times(policy.max_attempts.saturating_sub(1))
         .with_jitter()
         .build()
+}
+
+/// The one retry loop: `attempt` again after a failure worth it (see the
+/// module doc), up to `policy`, waiting through `sleep`; the last answer
+/// or error when out of attempts. Callers that do something around each
+/// attempt (the docs platforms wait for their rate slot, and count) drive
+/// it with their own closures.
+pub async fn retrying<A, AF, S, SF>(
+    policy: &RetryPolicy,
+    mut attempt: A,
+    verdict: impl Fn(&Fetched) -> Verdict,
+    mut sleep: S,
+) -> Result<Fetched, FetchError>
+where
+    A: FnMut() -> AF,
+    AF: Future<Output = Result<Fetched, FetchError>>,
+    S: FnMut(Duration) -> SF,
+    SF: Future<Output = ()>,
+{
+    let mut backoff = backoff(policy);
+    loop {
+        let answer = attempt().await;
+        let server = match &answer {
+            Ok(fetched) => match verdict(fetched) {
+                Verdict::Done => return answer,
+                Verdict::Retry(wait) => wait,
+            },
+            Err(FetchError::Timeout(_) | FetchError::Connect(_) | FetchError::Transport(_)) => None,
+            Err(_) => return answer,
+        };
+        match next_wait(policy, &mut backoff, server) {
+            Some(wait) => sleep(wait).await,
+            None => return answer,
+        }
+    }
 }
 
 impl HttpClient {
@@ -109,26 +142,8 @@ impl HttpClient {
         body: Option<Vec<u8>>,
         verdict: impl Fn(&Fetched) -> Verdict,
     ) -> Result<Fetched, FetchError> {
-        let mut backoff = backoff(policy);
-        loop {
-            let answer = self
-                .request(method.clone(), url, headers.clone(), body.clone())
-                .await;
-            let server = match &answer {
-                Ok(fetched) => match verdict(fetched) {
-                    Verdict::Done => return answer,
-                    Verdict::Retry(wait) => wait,
-                },
-                Err(FetchError::Timeout(_) | FetchError::Connect(_) | FetchError::Transport(_)) => {
-                    None
-                }
-                Err(_) => return answer,
-            };
-            match next_wait(policy, &mut backoff, server) {
-                Some(wait) => tokio::time::sleep(wait).await,
-                None => return answer,
-            }
-        }
+        let attempt = || self.request(method.clone(), url, headers.clone(), body.clone());
+        retrying(policy, attempt, verdict, tokio::time::sleep).await
     }
 }
 
