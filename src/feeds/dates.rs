@@ -265,7 +265,7 @@ fn read_token(token: &str, parts: &mut Parts) {
         }
         return;
     }
-    if let Some(date) = numeric_date(token) {
+    if let Some(date) = numeric_date(token).or_else(|| dashed_date(token)) {
         parts.numeric = Some(date);
         return;
     }
@@ -292,7 +292,31 @@ fn read_token(token: &str, parts: &mut Parts) {
     }
 }
 
-/// `mm/dd/yyyy` (or `dd/mm/yyyy` when the first part cannot be a month),
+/// Two-digit years as 20xx (before 70) or 19xx.
+fn full_year(year: u32) -> i32 {
+    match year {
+        0..=69 => 2000 + year as i32,
+        70..=99 => 1900 + year as i32,
+        _ => year as i32,
+    }
+}
+
+/// RFC 850's `05-mar-24` (day, month name, year).
+fn dashed_date(token: &str) -> Option<(u32, u32, i32)> {
+    let mut fields = token.split('-');
+    let (day, name, year) = (fields.next()?, fields.next()?, fields.next()?);
+    if fields.next().is_some() {
+        return None;
+    }
+    Some((
+        day.parse().ok()?,
+        month(name)?,
+        full_year(year.parse().ok()?),
+    ))
+}
+
+/// `mm/dd/yyyy` (or `dd/mm/yyyy` when the first part cannot be a month,
+/// `yyyy/mm/dd` when it can only be a year),
 /// `dd.mm.yy`, two-digit years as 20xx (before 70) or 19xx.
 fn numeric_date(token: &str) -> Option<(u32, u32, i32)> {
     let separator = if token.contains('/') {
@@ -307,11 +331,11 @@ fn numeric_date(token: &str) -> Option<(u32, u32, i32)> {
         .map(|part| part.parse().ok())
         .collect::<Option<_>>()?;
     let [a, b, c] = fields[..] else { return None };
-    let year = match c {
-        0..=69 => 2000 + c as i32,
-        70..=99 => 1900 + c as i32,
-        _ => c as i32,
-    };
+    // `2024/03/05`: the year first, then month and day.
+    if a > 31 {
+        return Some((c, b, a as i32));
+    }
+    let year = full_year(c);
     let month_first = if separator == '/' { a <= 12 } else { b > 12 };
     Some(if month_first {
         (b, a, year)
@@ -360,6 +384,9 @@ mod tests {
                 "2020-11-12T17:00:00Z",
             ),
             ("2023-05-29 00:00:00+15:00", "2023-05-29T00:00:00Z"),
+            ("Tuesday, 05-Mar-24 14:30:00 GMT", "2024-03-05T14:30:00Z"),
+            ("2024/03/05 14:30:00", "2024-03-05T14:30:00Z"),
+            ("2024.03.05", "2024-03-05T00:00:00Z"),
         ] {
             assert_eq!(parse(text), Some(utc(expected)), "{text}");
         }

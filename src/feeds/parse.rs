@@ -91,11 +91,22 @@ fn parse_unguarded(
 ) -> Result<ParsedFeed, ParseError> {
     let decoded = prepare::decode(body, content_type.and_then(charset));
     let (document, expected) = if decoded.trim_start().starts_with('{') {
-        let expected = serde_json::from_str::<serde_json::Value>(&decoded)
-            .ok()
-            .and_then(|json| json.get("items")?.as_array().map(Vec::len))
-            .unwrap_or(0);
-        (decoded, expected)
+        let json = serde_json::from_str::<serde_json::Value>(&decoded).ok();
+        let items = json
+            .as_ref()
+            .and_then(|json| json.get("items")?.as_array().map(Vec::len));
+        let versioned = json
+            .as_ref()
+            .and_then(|json| json.get("version")?.as_str())
+            .is_some_and(|version| version.contains("jsonfeed.org"));
+        // The parser takes any object for a lenient JSON Feed; an API's
+        // answer (`{"status":"ok"}`) names neither a version nor items.
+        if json.is_some() && items.is_none() && !versioned {
+            return Err(ParseError::Invalid(
+                "a JSON document that is not a JSON Feed (no `version`, no `items`)".to_owned(),
+            ));
+        }
+        (decoded, items.unwrap_or(0))
     } else {
         let repaired = prepare::repair(&decoded);
         (repaired.text, repaired.entry_tags)
@@ -301,6 +312,49 @@ mod tests {
         let feed = parse(json, None, &base()).unwrap();
         assert_eq!(feed.entries[0].guid.as_deref(), Some("j1"));
         assert_eq!(feed.entries[0].content.as_deref(), Some("<p>j</p>"));
+    }
+
+    #[test]
+    fn json_that_is_not_a_json_feed_is_refused() {
+        for body in [&br#"{"status":"ok","data":[1,2]}"#[..], br#"{}"#] {
+            assert!(
+                matches!(parse(body, None, &base()), Err(ParseError::Invalid(_))),
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+        // Lenient, but a feed: items without a version, a version without items.
+        assert_eq!(
+            parse(
+                br#"{"items":[{"id":"1","content_text":"x"}]}"#,
+                None,
+                &base()
+            )
+            .unwrap()
+            .entries
+            .len(),
+            1
+        );
+        assert!(
+            parse(
+                br#"{"version":"https://jsonfeed.org/version/1.1","title":"t"}"#,
+                None,
+                &base()
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn an_rss_items_lone_media_description_is_its_content() {
+        let rss = br#"<?xml version="1.0"?><rss version="2.0" xmlns:media="http://search.yahoo.com/mrss/"><channel><title>M</title>
+            <item><guid>1</guid><title>Bare</title><media:description>bare text</media:description></item>
+            <item><guid>2</guid><title>Group</title><media:group><media:title>G</media:title><media:description>group text</media:description></media:group></item>
+            </channel></rss>"#;
+        let feed = parse(rss, None, &base()).unwrap();
+        assert_eq!(feed.entries[0].summary.as_deref(), Some("bare text"));
+        assert_eq!(feed.entries[1].summary.as_deref(), Some("group text"));
+        assert!(feed.entries.iter().all(|entry| entry.enclosures.is_empty()));
     }
 
     #[test]

@@ -123,6 +123,15 @@ pub struct Repaired {
 /// Repairs the XML in `text` (see the module docs). Text that is not XML
 /// passes through with only its `&`s fixed.
 pub fn repair(text: &str) -> Repaired {
+    // Characters XML 1.0 forbids anywhere (a stray BEL, VT or FF from a CMS)
+    // are dropped, in text, attributes and CDATA alike.
+    let allowed: String;
+    let text = if text.contains(forbidden_in_xml) {
+        allowed = text.chars().filter(|&c| !forbidden_in_xml(c)).collect();
+        allowed.as_str()
+    } else {
+        text
+    };
     let mut out = String::with_capacity(text.len() + text.len() / 16);
     let mut entry_tags = 0;
     let mut rest = text;
@@ -177,6 +186,12 @@ pub fn repair(text: &str) -> Repaired {
         text: out,
         entry_tags,
     }
+}
+
+/// C0 controls other than tab, line feed and carriage return, and the
+/// two non-characters XML 1.0 excludes.
+fn forbidden_in_xml(c: char) -> bool {
+    (c < ' ' && !matches!(c, '\t' | '\n' | '\r')) || matches!(c, '\u{FFFE}' | '\u{FFFF}')
 }
 
 /// Length of `text` up to and including `end` (all of it when unclosed).
@@ -352,6 +367,14 @@ mod tests {
     fn an_invalid_byte_is_replaced() {
         assert_eq!(decode(b"<a>x\xFFy</a>", Some("utf-8")), "<a>x\u{FFFD}y</a>");
         assert_eq!(decode(b"<a>x\xFFy</a>", None), "<a>x\u{FFFD}y</a>");
+    }
+
+    #[test]
+    fn characters_xml_forbids_are_dropped() {
+        assert_eq!(
+            repair("<t a=\"x\u{b}\">Bell\u{7} and\u{c} <![CDATA[\u{1}c]]>\t\r\n\u{FFFF}</t>").text,
+            "<t a=\"x\">Bell and <![CDATA[c]]>\t\r\n</t>"
+        );
     }
 
     #[test]

@@ -56,8 +56,14 @@ pub fn plain_text(html: &str) -> String {
     collapse(&tokenizer.sink.text.borrow())
 }
 
+/// Whitespace runs become one space; other control characters (a JSON
+/// Feed's `\u0007`) go.
 fn collapse(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    text.split_whitespace()
+        .map(|word| word.replace(char::is_control, ""))
+        .filter(|word| !word.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]
@@ -77,6 +83,7 @@ mod tests {
             "ab"
         );
         assert_eq!(plain_text("  line\n  two\t"), "line two");
+        assert_eq!(plain_text("bell\u{7} \u{7} rings"), "bell rings");
         assert_eq!(plain_text("<p>one</p><p>two</p>"), "one two");
         assert_eq!(plain_text(""), "");
     }

@@ -5,6 +5,7 @@ mod helpers;
 
 mod auth;
 mod cli;
+mod corpus;
 mod crash;
 mod dashboard;
 mod docs_engine;

@@ -70,7 +70,11 @@ impl MediaRssState {
 
 fn emit_media_objects(mut scope: Scope, entry: &mut Entry) {
     // If we have content at this scope, then build a media object for it
-    if !scope.pending.is_empty() {
+    //
+    // Trellis patch: a description alone (an RSS item's `media:description`,
+    // a `media:group` without `media:content`) makes an object too, so the
+    // item's only text is not dropped.
+    if !scope.pending.is_empty() || scope.description.is_some() {
         // Build a media object for this scope
         let mut media_obj = MediaObject::new(MediaObjectSource::MediaRSS);
         media_obj.title = scope.title.clone();

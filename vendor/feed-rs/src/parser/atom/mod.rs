@@ -140,7 +140,15 @@ fn handle_content<R: BufRead>(element: Element<R>) -> ParseFeedResult<Option<Con
     // from http://www.atomenabled.org/developers/syndication/#contentElement
     match content_type.as_deref().map(str::trim) {
         // Should be handled as a text element per "In the most common case, the type attribute is either text, html, xhtml, in which case the content element is defined identically to other text constructs"
+        //
+        // Trellis patch: a type that is no MIME type at all (`type="bogus"`) is
+        // a text construct's type gone wrong, read as text like one.
         Some("text") | Some("html") | Some("xhtml") | Some("text/html") | Some("text/plain") | Some("application/xhtml+xml") | None => Ok(handle_text(element)?.map(|text| Content {
+            body: Some(text.content),
+            content_type: text.content_type,
+            ..Default::default()
+        })),
+        Some(ct) if !ct.contains('/') => Ok(handle_text(element)?.map(|text| Content {
             body: Some(text.content),
             content_type: text.content_type,
             ..Default::default()

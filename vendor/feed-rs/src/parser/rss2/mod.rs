@@ -212,6 +212,8 @@ fn handle_item<R: BufRead>(parser: &Parser, element: Element<R>) -> ParseFeedRes
     parser.mediarss.entry_begin();
 
     let mut guid_link = None;
+
+    let mut atom_link: Option<Link> = None;
     for child in element.children() {
         let child = child?;
         match child.ns_and_tag() {
@@ -238,6 +240,16 @@ fn handle_item<R: BufRead>(parser: &Parser, element: Element<R>) -> ParseFeedRes
             }
 
             (NS::RSS, "enclosure") => handle_enclosure(child, &mut enclosure_media_obj),
+
+            // Trellis patch: an `atom:link` that is the alternate (or has no rel) is the link when there is no <link>.
+            (NS::Atom, "link") => {
+                if child.attr_value("rel").as_deref().is_none_or(|rel| rel.trim() == "alternate")
+                    && let Some(href) = child.attr_value("href").filter(|href| !href.trim().is_empty())
+                    && atom_link.is_none()
+                {
+                    atom_link = Some(Link::new(href.trim(), child.xml_base.as_ref()));
+                }
+            }
 
             (NS::RSS, "pubDate") | (NS::DublinCore, "date") => entry.published = common::handle_timestamp(parser, child),
 
@@ -274,7 +286,7 @@ fn handle_item<R: BufRead>(parser: &Parser, element: Element<R>) -> ParseFeedRes
     }
 
     if entry.links.iter().all(|link| link.target.is_some())
-        && let Some(link) = guid_link
+        && let Some(link) = atom_link.or(guid_link)
     {
         entry.links.insert(0, link);
     }
