@@ -75,6 +75,19 @@ impl Params {
     pub fn number(&self, key: &str) -> Option<i64> {
         self.one(key).and_then(|value| value.trim().parse().ok())
     }
+
+    /// A Unix time in whatever unit [`unix_time`] tells apart; older
+    /// NetNewsWire sends `ot=1733222400.5`, whose fraction is dropped (an
+    /// `ot`/`nt` bound a fraction of a unit early includes the boundary).
+    pub fn time(&self, key: &str) -> Option<DateTime<Utc>> {
+        let value = self.one(key)?.trim();
+        let whole = match value.split_once('.') {
+            Some((whole, fraction)) if fraction.bytes().all(|b| b.is_ascii_digit()) => whole,
+            Some(_) => return None,
+            None => value,
+        };
+        unix_time(whole.parse().ok()?)
+    }
 }
 
 /// The query string and the form body of a request (within the server's
@@ -143,6 +156,12 @@ mod tests {
         assert_eq!(params.one("s"), Some("body"));
         assert_eq!(params.all("i"), ["1", "2", "3"]);
         assert_eq!(params.number("n"), Some(5));
+        let times = Params::new(Some("ot=1733222400.5&nt=1733222400&ts=1.2.3&x=.5"), b"");
+        let at = |key| times.time(key).map(|at| at.to_rfc3339());
+        assert_eq!(at("ot").as_deref(), Some("2024-12-03T10:40:00+00:00"));
+        assert_eq!(at("nt"), at("ot"));
+        assert_eq!(at("ts"), None);
+        assert_eq!(at("x"), None);
         assert!(params.has("api"));
         assert_eq!(params.from_body("api_key"), Some("k"));
         assert_eq!(

@@ -34,10 +34,7 @@ use entity::{feed, item};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{
-    ReaderState,
-    form::{Params, unix_time},
-};
+use super::{ReaderState, form::Params};
 use crate::{
     auth::ratelimit::Realm,
     error::{AppError, AppResult},
@@ -435,8 +432,8 @@ fn stream_query(params: &Params, stream: &str) -> AppResult<ItemQuery> {
     // `ot`/`nt` bound when items arrived ("crawled", in Google's words),
     // so an incremental sync from the last one gets every item pulled
     // since, whatever its publication date.
-    query.arrived_since = params.number("ot").and_then(unix_time);
-    query.arrived_before = params.number("nt").and_then(unix_time);
+    query.arrived_since = params.time("ot");
+    query.arrived_before = params.time("nt");
     Ok(query)
 }
 
@@ -687,7 +684,7 @@ async fn mark_all_as_read(
         .and_then(parse_stream)
         .ok_or_else(|| AppError::bad_input("s", "unknown stream"))?;
     // `ts` is in microseconds (some clients send seconds).
-    let before = params.number("ts").and_then(unix_time);
+    let before = params.time("ts");
     match stream {
         Stream::ReadingList => feeds.mark_all_read(user, ReadScope::All, before).await?,
         Stream::Feed(id) => {
