@@ -389,6 +389,11 @@ async fn time_bounds_use_arrival_not_publication(backend: Backend) {
     // NetNewsWire's incremental sync: ids that arrived since the last one.
     let (since, _) = gr.ids(&format!("s={READING_LIST}&ot={synced}&n=100")).await;
     assert_eq!(since, [late_id.to_string()]);
+    // Older NetNewsWire sends the same bound as a float.
+    let (since, _) = gr
+        .ids(&format!("s={READING_LIST}&ot={synced}.5&n=100"))
+        .await;
+    assert_eq!(since, [late_id.to_string()]);
     let (until, _) = gr.ids(&format!("s={READING_LIST}&nt={synced}&n=100")).await;
     let until: HashSet<i64> = until.iter().map(|id| id.parse().unwrap()).collect();
     assert_eq!(until, old);
