@@ -10,6 +10,8 @@ export interface StoredArticle {
   starred: boolean;
   createdAt: string;
   content: string;
+  authors?: string[];
+  enclosures?: { url: string; mimeType?: string | null; length?: string | null }[];
 }
 
 const DB = 'trellis';
