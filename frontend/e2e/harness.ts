@@ -249,9 +249,23 @@ export async function signIn(page: Page, who = ADMIN): Promise<void> {
 
 /** Runs axe on the page as it is; any violation fails the test with its rules and targets. */
 export async function expectNoAxeViolations(page: Page, what: string): Promise<void> {
+  // Measure the page at rest: a view sliding or fading in (the phone's
+  // full-screen article) has colours in between, which axe would judge.
+  // A spinner runs forever: only animations that end are waited for.
+  await page.evaluate(() =>
+    Promise.all(
+      document
+        .getAnimations()
+        .filter((animation) => animation.effect?.getComputedTiming().iterations !== Infinity)
+        .map((animation) => animation.finished.catch(() => undefined)),
+    ),
+  );
   const results = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']).analyze();
   const summary = results.violations.map(
-    (violation) => `${violation.id} (${violation.impact}): ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
+    (violation) =>
+      `${violation.id} (${violation.impact}): ${violation.nodes
+        .map((node) => `${node.target.join(' ')} — ${node.failureSummary ?? ''}`)
+        .join(', ')}`,
   );
   expect(summary, `axe violations on ${what}`).toEqual([]);
 }
