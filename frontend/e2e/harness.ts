@@ -92,9 +92,6 @@ export interface FeedEntry {
   title: string;
   body: string;
   date: Date;
-  author?: string;
-  /** An Atom `rel="enclosure"` link. */
-  enclosure?: { url: string; type: string; length: string };
 }
 
 /** A loopback publisher: an HTML page linking its Atom feed, and the feed, whose entries tests add. */
@@ -152,10 +149,6 @@ export class FeedServer {
             `<entry><id>${entry.guid}</id><title>${entry.title}</title>` +
             `<link href="${this.url}/posts/${encodeURIComponent(entry.guid)}"/>` +
             `<updated>${entry.date.toISOString()}</updated>` +
-            (entry.author ? `<author><name>${escapeXml(entry.author)}</name></author>` : '') +
-            (entry.enclosure
-              ? `<link rel="enclosure" href="${escapeXml(entry.enclosure.url)}" type="${entry.enclosure.type}" length="${entry.enclosure.length}"/>`
-              : '') +
             `<content type="html">${escapeXml(entry.body)}</content></entry>`,
         )
         .join('');

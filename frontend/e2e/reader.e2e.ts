@@ -180,39 +180,6 @@ describe('reader', () => {
     await other.stop();
   });
 
-  test('an episode shows its author and a player that loads nothing until played', async () => {
-    const podcast = await new FeedServer('Loopback Podcast').start();
-    const [episode] = podcast.add(1, 'Episode');
-    const audioUrl = `${podcast.url}/media/episode-1.mp3`;
-    Object.assign(episode!, {
-      author: 'Ada Lovelace',
-      // Older than every other article, so the lists the later tests open still start where they did.
-      date: new Date(Date.UTC(2025, 0, 1)),
-      enclosure: { url: audioUrl, type: 'audio/mpeg', length: '1500000' },
-    });
-    const created = await gql<{ createFeed: { id: string } }>(
-      server,
-      'mutation($link: String!) { createFeed(input: { link: $link }) { id } }',
-      { link: `${podcast.url}/feed.xml` },
-      cookie,
-    );
-    await page.goto(`/read/feed/${created.createFeed.id}?show=all`);
-    // The first pull is due at once; the episode comes in live.
-    await page.getByRole('option', { name: /Episode 1/ }).click({ timeout: 30_000 });
-    await page.getByRole('heading', { name: 'Episode 1' }).waitFor();
-    await page.locator('.byline .authors', { hasText: 'Ada Lovelace' }).waitFor();
-    const audio = page.locator('.enclosures audio');
-    expect(await audio.getAttribute('src')).toBe(audioUrl);
-    expect(await audio.getAttribute('preload')).toBe('none');
-    expect(await page.getByRole('link', { name: /Download episode-1\.mp3/ }).getAttribute('href')).toBe(audioUrl);
-    await expectNoAxeViolations(page, 'an article with an audio enclosure');
-    await screenshot(page, 'reader-enclosure-desktop-light');
-    // preload="none": the page asked the publisher for nothing.
-    expect(session.foreign).toEqual([]);
-    expect(session.problems).toEqual([]);
-    await podcast.stop();
-  });
-
   test('settings: every section passes axe; theme and keys apply', async () => {
     for (const section of ['account', 'apps', 'appearance', 'reading', 'keyboard']) {
       await page.goto(`/settings/${section}`);

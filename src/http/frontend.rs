@@ -50,19 +50,11 @@ pub const API_PREFIXES: &[&str] = &[
     "/icons",
 ];
 
-/// The policy of the app's and the playground's pages: our own scripts and
-/// styles only, nothing inline, no other origin. `connect-src 'self'`
-/// covers the same-origin WebSocket.
-///
-/// The one opening is for an article's enclosures (a podcast episode, a
-/// video, an attached image): they live on the publisher's server, so
-/// `media-src` and `img-src` allow http(s) URLs. The client never loads
-/// them unasked — audio and video say `preload="none"`, an image waits
-/// behind a button, article content still turns foreign media into links —
-/// and renders only http(s) enclosure URLs. Scripts, styles, fonts and
-/// connections stay `'self'`.
+/// The policy of the app's and the playground's pages: our own scripts,
+/// styles and images only, nothing inline, no other origin. `connect-src
+/// 'self'` covers the same-origin WebSocket.
 pub const APP_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-     img-src 'self' data: https: http:; media-src https: http:; font-src 'self' data:; connect-src 'self'; manifest-src 'self'; \
+     img-src 'self' data:; font-src 'self' data:; connect-src 'self'; manifest-src 'self'; \
      worker-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 /// Whether `path` is an API path (one of [`API_PREFIXES`] or below it).
@@ -331,28 +323,6 @@ or point <code>TRELLIS_WEB_DIR</code> at a built <code>frontend/dist</code>.</p>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn directive(name: &str) -> Option<&'static str> {
-        APP_CSP
-            .split(';')
-            .map(str::trim)
-            .find(|directive| directive.split(' ').next() == Some(name))
-    }
-
-    #[test]
-    fn the_csp_opens_only_media_and_images_to_other_origins() {
-        // Enclosures play from the publisher's server when asked...
-        assert_eq!(directive("media-src"), Some("media-src https: http:"));
-        assert_eq!(
-            directive("img-src"),
-            Some("img-src 'self' data: https: http:")
-        );
-        // ...while code, styles and connections stay our own.
-        assert_eq!(directive("script-src"), Some("script-src 'self'"));
-        assert_eq!(directive("style-src"), Some("style-src 'self'"));
-        assert_eq!(directive("connect-src"), Some("connect-src 'self'"));
-        assert_eq!(directive("default-src"), Some("default-src 'none'"));
-    }
 
     #[derive(serde::Deserialize)]
     struct RouteTable {

@@ -10,8 +10,6 @@ export interface StoredArticle {
   starred: boolean;
   createdAt: string;
   content: string;
-  authors?: string[];
-  enclosures?: { url: string; mimeType?: string | null; length?: string | null }[];
 }
 
 const DB = 'trellis';

@@ -13,7 +13,6 @@ import { toast } from '../ui/toast';
 import { IconBookmark, IconCheck, IconExternal, IconStar, IconStarFilled } from '../ui/icons';
 import { cachedArticle, rememberArticle } from '../offline/articles';
 import { feeds, items, setRead, setStarred } from './store';
-import { Enclosures } from './Enclosures';
 
 type Full = NonNullable<ReaderItemQuery['item']>;
 
@@ -137,8 +136,6 @@ export function Article({ id, onNext, onPrev }: { id: string; onNext: () => void
   const starred = listed?.starred ?? full.starred;
   const feed = feeds.value.get(full.feedId);
   const date = new Date(full.pubDate);
-  // Articles kept offline by an older version have neither list.
-  const authors = full.authors ?? [];
 
   return (
     <article class="article-inner" ref={scroller} aria-labelledby="article-title">
@@ -180,10 +177,8 @@ export function Article({ id, onNext, onPrev }: { id: string; onNext: () => void
       </h1>
       <div class="byline">
         {feed && <span>{feed.name}</span>}
-        {authors.length > 0 && <span class="authors">{authors.join(', ')}</span>}
         <time dateTime={full.pubDate}>{date.toLocaleString()}</time>
       </div>
-      <Enclosures enclosures={full.enclosures ?? []} />
       <div class="content" dangerouslySetInnerHTML={{ __html: clean(full.content) }} />
     </article>
   );
