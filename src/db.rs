@@ -50,12 +50,33 @@ pub async fn connect(config: &Config) -> anyhow::Result<DatabaseConnection> {
                 .create_if_missing(true)
         });
     }
+    if backend == Backend::Sqlite {
+        // Migrations on one connection of their own: SQLite checks a
+        // `DROP COLUMN`'s column against the connection's cached schema
+        // while preparing it, so a pooled connection that missed an earlier
+        // migration's `ADD COLUMN` refused it ("no such column") now and
+        // then, and the server did not start.
+        let mut single = options.clone();
+        single.max_connections(1).min_connections(1);
+        let migrating = sea_orm::Database::connect(single)
+            .await
+            .context("connecting to the database")?;
+        Migrator::up(&migrating, None)
+            .await
+            .context("applying database migrations")?;
+        migrating
+            .close()
+            .await
+            .context("closing the migrations' connection")?;
+    }
     let db = sea_orm::Database::connect(options)
         .await
         .context("connecting to the database")?;
-    Migrator::up(&db, None)
-        .await
-        .context("applying database migrations")?;
+    if backend != Backend::Sqlite {
+        Migrator::up(&db, None)
+            .await
+            .context("applying database migrations")?;
+    }
     let mut private = vec![config.data_dir.clone()];
     if let Some(path) = sqlite_file {
         for suffix in ["-wal", "-shm"] {
