@@ -220,10 +220,9 @@ pub fn feishu_verdict(answer: &Fetched) -> Verdict {
             .and_then(|value| value.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
         Verdict::Retry(reset.or_else(|| retry::retry_after(&answer.headers, Utc::now())))
-    } else if (500..600).contains(&status) {
-        Verdict::Retry(retry::retry_after(&answer.headers, Utc::now()))
     } else {
-        Verdict::Done
+        // Any other answer as everyone's: 5xx retried, the rest final.
+        retry::retry_overloaded(answer)
     }
 }
 
