@@ -1,5 +1,5 @@
 //! The `trellis` command line: `serve` (the default), `migrate`,
-//! `user add`, `schema`.
+//! `user add`, `schema`, and each domain's own commands (`docs …`).
 
 use std::{io::BufRead, path::PathBuf, process::ExitCode};
 
@@ -37,6 +37,9 @@ pub enum Command {
     /// Manage accounts.
     #[command(subcommand)]
     User(UserCommand),
+    /// The docs mirror: sync, status, doctor, resolve.
+    #[command(subcommand)]
+    Docs(crate::docs::cli::DocsCommand),
     /// Print the GraphQL SDL (what `schema.graphql` must contain).
     Schema {
         /// Compare with this file instead of printing; exit 1 when they differ.
@@ -67,6 +70,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         role: app::Role::All,
     }) {
         Command::Schema { check } => return schema(check),
+        Command::Docs(command) => {
+            config.validate()?;
+            telemetry::init_logging(&config)?;
+            return crate::docs::cli::run(command, &config, &domains.docs).await;
+        }
         Command::Serve { role } => {
             config.validate()?;
             domains.validate()?;

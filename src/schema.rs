@@ -5,7 +5,7 @@ use async_graphql::{MergedObject, MergedSubscription, Schema, SchemaBuilder};
 
 use crate::{
     auth::graphql::{AuthMutation, AuthQuery},
-    docs::graphql::DocsQuery,
+    docs::graphql::{DocsMutation, DocsQuery, DocsSubscription},
     feeds::graphql::{FeedsMutation, FeedsQuery, FeedsSubscription},
     graphql::{Limits, with_limits},
     jobs::graphql::{JobsMutation, JobsQuery, JobsSubscription},
@@ -18,11 +18,22 @@ pub struct QueryRoot(AuthQuery, JobsQuery, FeedsQuery, NodesQuery, DocsQuery);
 
 #[derive(MergedObject, Default)]
 #[graphql(name = "Mutation")]
-pub struct MutationRoot(AuthMutation, JobsMutation, FeedsMutation, NodesMutation);
+pub struct MutationRoot(
+    AuthMutation,
+    JobsMutation,
+    FeedsMutation,
+    NodesMutation,
+    DocsMutation,
+);
 
 #[derive(MergedSubscription, Default)]
 #[graphql(name = "Subscription")]
-pub struct SubscriptionRoot(JobsSubscription, FeedsSubscription, NodesSubscription);
+pub struct SubscriptionRoot(
+    JobsSubscription,
+    FeedsSubscription,
+    NodesSubscription,
+    DocsSubscription,
+);
 
 pub type TrellisSchema = Schema<QueryRoot, MutationRoot, SubscriptionRoot>;
 

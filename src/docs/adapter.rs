@@ -25,8 +25,21 @@ use serde::{Deserialize, Serialize};
 pub const INCREMENTAL_SAFETY_WINDOW: Duration = Duration::from_secs(5 * 60);
 
 /// A mirrored platform; its id spaces never overlap another's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    async_graphql::Enum,
+)]
 #[serde(rename_all = "snake_case")]
+#[graphql(name = "DocsPlatform")]
 pub enum Platform {
     /// Notion, over its public REST API.
     Notion,
@@ -432,6 +445,61 @@ pub trait Adapter: Send + Sync {
     fn incremental_enumerator(&self) -> Option<&dyn IncrementalEnumerator> {
         None
     }
+
+    /// The requests sent so far and the waits a busy platform imposed
+    /// (rate-limit answers, retries), for a run's progress.
+    fn traffic(&self) -> Traffic {
+        Traffic::default()
+    }
+
+    /// The platform's own checks for `trellis docs doctor`: credentials
+    /// accepted, scopes granted, answers shaped as documented. Each has a
+    /// stable code (`N2`, `F3`…, documented in `docs/docs-mirror.md`);
+    /// read-only, a few requests.
+    async fn probes(&self) -> Vec<Probe> {
+        Vec::new()
+    }
+}
+
+/// One check of the doctor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probe {
+    /// Its stable code.
+    pub code: String,
+    /// Whether it passed.
+    pub ok: bool,
+    /// What was found, or what to do about it.
+    pub message: String,
+}
+
+impl Probe {
+    /// A passed check.
+    pub fn pass(code: &str, message: impl Into<String>) -> Self {
+        Probe {
+            code: code.to_owned(),
+            ok: true,
+            message: message.into(),
+        }
+    }
+
+    /// A failed check.
+    pub fn fail(code: &str, message: impl Into<String>) -> Self {
+        Probe {
+            code: code.to_owned(),
+            ok: false,
+            message: message.into(),
+        }
+    }
+}
+
+/// What an adapter has sent: its requests (retries included) and the
+/// waits it took before trying again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Traffic {
+    /// Requests sent.
+    pub requests: u64,
+    /// Retries after a rate-limit answer or a failure.
+    pub waits: u64,
 }
 
 /// Fetches every row's properties of a database in one query, instead of

@@ -1,37 +1,55 @@
-//! The docs mirror as the app wires it ([`crate::domain`]): its settings
-//! and its service. The sync task, its schedule and the mirror's routes
-//! join here as they are built (issue 20); nothing outside this folder
-//! changes for them.
+//! The docs mirror as the app wires it ([`crate::domain`]): its settings,
+//! its service, the `docs.sync` task and its schedule. Nothing outside this
+//! folder knows them.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use async_graphql::Data;
 
-use super::{service::DocsService, settings::Settings};
+use super::{
+    service::DocsService,
+    settings::Settings,
+    sync::Syncer,
+    task::{self, SyncTask},
+};
 use crate::{
     domain::{Domain, Platform, Setup},
-    jobs::{Jobs, handler::Registry},
+    jobs::{Jobs, handler::Registry, runner::Periodic},
 };
 
 /// Builds the docs domain. A platform without credentials is skipped, not
-/// an error, so this never fails today; it returns a `Result` as every
-/// domain's setup does.
-pub fn setup(settings: &Settings, _platform: &Platform) -> anyhow::Result<Box<dyn Setup>> {
+/// an error.
+pub fn setup(settings: &Settings, platform: &Platform) -> anyhow::Result<Box<dyn Setup>> {
     Ok(Box::new(DocsSetup {
         settings: Arc::new(settings.clone()),
+        syncer: Syncer::new(platform.db.clone(), &platform.data_dir),
     }))
 }
 
 struct DocsSetup {
     settings: Arc<Settings>,
+    syncer: Syncer,
 }
 
 impl Setup for DocsSetup {
-    fn register_tasks(&self, _registry: &mut Registry) {}
+    fn register_tasks(&self, registry: &mut Registry) {
+        registry.register(Arc::new(SyncTask {
+            settings: self.settings.clone(),
+            syncer: self.syncer.clone(),
+        }));
+        let configured = self.settings.notion_configured() || self.settings.feishu_configured();
+        if configured && self.settings.docs_sync_interval > 0 {
+            registry.register_periodic(Periodic {
+                name: "docs.sync",
+                period: Duration::from_secs(self.settings.docs_sync_interval),
+                task: task::scheduled,
+            });
+        }
+    }
 
-    fn build(self: Box<Self>, _jobs: &Jobs) -> Arc<dyn Domain> {
+    fn build(self: Box<Self>, jobs: &Jobs) -> Arc<dyn Domain> {
         Arc::new(Docs {
-            service: DocsService::new(self.settings),
+            service: DocsService::new(self.settings, self.syncer, Some(jobs.clone())),
         })
     }
 }

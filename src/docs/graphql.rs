@@ -1,9 +1,28 @@
-//! The docs mirror's GraphQL: thin resolvers over [`DocsService`].
+//! The docs mirror's GraphQL: thin resolvers over [`DocsService`]. Members
+//! read the mirror; admins also configure and sync it.
 
-use async_graphql::{Context, Object};
+use async_graphql::{Context, Json, Object, SimpleObject, Subscription};
+use chrono::{DateTime, Utc};
+use entity::{docs_document, docs_sync_run};
+use futures_util::Stream;
+use serde_json::Value;
 
-use super::service::{DocsService, DocsSettings};
-use crate::graphql::context::ContextExt;
+use super::adapter::Platform;
+use super::doctor::{self, CheckStatus};
+use super::engine::RunChanges;
+use super::markers;
+use super::service::{DocFile, DocsService, DocsSettings, TreeEntry};
+use super::sync::{SyncProgress, SyncRequest};
+use super::task::PROGRESS_TOPIC;
+use crate::{
+    error::AppError,
+    graphql::{
+        context::ContextExt,
+        pagination::{KeysetConnection, PageRequest},
+        subscription::follow,
+    },
+    jobs::{Jobs, graphql::Task},
+};
 
 #[derive(Default)]
 pub struct DocsQuery;
@@ -14,5 +33,399 @@ impl DocsQuery {
     async fn docs_settings(&self, ctx: &Context<'_>) -> async_graphql::Result<DocsSettings> {
         ctx.admin()?;
         Ok(ctx.service::<DocsService>()?.settings_view())
+    }
+
+    /// The entries of one folder of a platform's mirror: `path` as an
+    /// entry's `path` gives it (relative to the mirror's root, e.g.
+    /// `notion/Team`); empty or omitted for the platform's root. Folders
+    /// first, then by name.
+    async fn doc_tree(
+        &self,
+        ctx: &Context<'_>,
+        platform: Platform,
+        path: Option<String>,
+    ) -> async_graphql::Result<Vec<DocEntry>> {
+        ctx.viewer()?;
+        let entries = ctx
+            .service::<DocsService>()?
+            .tree(platform, path.as_deref().unwrap_or(""))
+            .await?;
+        Ok(entries.into_iter().map(DocEntry::from).collect())
+    }
+
+    /// One mirrored document, by `id` (primary id, alias, or its online
+    /// URL) or by `path` (its file or folder relative to the mirror's root,
+    /// as entries give it). Null when nothing matches.
+    async fn doc(
+        &self,
+        ctx: &Context<'_>,
+        id: Option<String>,
+        path: Option<String>,
+    ) -> async_graphql::Result<Option<Doc>> {
+        ctx.viewer()?;
+        let service = ctx.service::<DocsService>()?;
+        let row = match (id, path) {
+            (Some(id), None) => service.find(&id).await?,
+            (None, Some(path)) => service.find_by_path(&path).await?,
+            _ => {
+                return Err(AppError::bad_input("id", "give exactly one of id and path").into());
+            }
+        };
+        let Some(row) = row else { return Ok(None) };
+        Ok(Some(Doc(service.read(row).await?)))
+    }
+
+    /// The sync runs, newest first.
+    #[graphql(complexity = "crate::graphql::pagination::page_cost(first, child_complexity)")]
+    async fn doc_sync_runs(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<KeysetConnection<DocSyncRun>> {
+        ctx.viewer()?;
+        let page = PageRequest::new(first, after)?;
+        Ok(ctx
+            .service::<DocsService>()?
+            .runs(page, DocSyncRun::from)
+            .await?)
+    }
+
+    /// Checks of the mirror and each platform, with stable codes (admins
+    /// only: it calls the platforms).
+    async fn docs_doctor(&self, ctx: &Context<'_>) -> async_graphql::Result<DocsDoctorReport> {
+        ctx.admin()?;
+        let report = ctx.service::<DocsService>()?.doctor().await;
+        Ok(DocsDoctorReport::from(report))
+    }
+}
+
+#[derive(Default)]
+pub struct DocsMutation;
+
+#[Object]
+impl DocsMutation {
+    /// Syncs one platform, or every configured one (admins only), on
+    /// `q:long`; `full` forces delete and move detection. One sync per
+    /// platform at a time: while one is queued or running for the same
+    /// platform, that task is returned.
+    async fn sync_docs(
+        &self,
+        ctx: &Context<'_>,
+        platform: Option<Platform>,
+        full: Option<bool>,
+    ) -> async_graphql::Result<Task> {
+        let viewer = ctx.admin()?;
+        let request = SyncRequest {
+            platform,
+            full: full.unwrap_or(false),
+        };
+        let task = ctx
+            .service::<DocsService>()?
+            .request_sync(viewer.user_id, request)
+            .await?;
+        Ok(Task::from(&task))
+    }
+}
+
+#[derive(Default)]
+pub struct DocsSubscription;
+
+#[Subscription]
+impl DocsSubscription {
+    /// Each platform's progress while a sync runs (about four a second at
+    /// most, and always the last step): phase, documents done of total,
+    /// requests, waits, errors.
+    async fn docs_sync_progress(
+        &self,
+        ctx: &Context<'_>,
+        platform: Option<Platform>,
+    ) -> async_graphql::Result<impl Stream<Item = async_graphql::Result<SyncProgress>> + use<>>
+    {
+        ctx.viewer()?;
+        let bus = ctx.service::<Jobs>()?.bus();
+        Ok(follow(bus, move |event| {
+            let progress = (event.topic == PROGRESS_TOPIC)
+                .then(|| event.payload::<SyncProgress>())
+                .flatten()
+                .filter(|progress| platform.is_none_or(|only| only == progress.platform));
+            async move { progress }
+        }))
+    }
+}
+
+/// One entry of a folder of the mirror.
+#[derive(SimpleObject)]
+pub struct DocEntry {
+    /// The folder or file, relative to the mirror's root
+    /// (`notion/Team`, `notion/Team/Notes.md`).
+    pub path: String,
+    /// Whether it has entries (pass its `path` to `docTree` for them).
+    pub folder: bool,
+    /// Its document's primary id; null for `_orphans`.
+    pub id: Option<String>,
+    pub title: String,
+    /// `page`, `docx`, `database`, `row`, `folder`…; null for `_orphans`.
+    pub kind: Option<String>,
+    pub url: Option<String>,
+    pub edited_at: Option<DateTime<Utc>>,
+    /// `active` or `pending_assets`.
+    pub status: Option<String>,
+}
+
+impl From<TreeEntry> for DocEntry {
+    fn from(entry: TreeEntry) -> Self {
+        let name = entry.path.rsplit('/').next().unwrap_or_default().to_owned();
+        match entry.row {
+            Some(row) => DocEntry {
+                path: entry.path,
+                folder: entry.folder,
+                ..DocEntry::from(row)
+            },
+            None => DocEntry {
+                path: entry.path,
+                folder: entry.folder,
+                id: None,
+                title: name,
+                kind: None,
+                url: None,
+                edited_at: None,
+                status: None,
+            },
+        }
+    }
+}
+
+impl From<docs_document::Model> for DocEntry {
+    fn from(row: docs_document::Model) -> Self {
+        DocEntry {
+            path: row.local_path,
+            folder: false,
+            id: Some(row.remote_id),
+            title: row.title,
+            kind: Some(row.kind),
+            url: row.url,
+            edited_at: row.edited_at,
+            status: Some(row.status),
+        }
+    }
+}
+
+/// A mirrored document: its frontmatter's fields, its Markdown body, and
+/// what links to it.
+pub struct Doc(DocFile);
+
+#[Object]
+impl Doc {
+    /// The platform's primary id.
+    async fn id(&self) -> &str {
+        &self.0.row.remote_id
+    }
+    async fn platform(&self) -> Option<Platform> {
+        Platform::parse(&self.0.row.platform)
+    }
+    /// `page`, `docx`, `database`, `row`, `folder`…
+    async fn kind(&self) -> &str {
+        &self.0.row.kind
+    }
+    async fn title(&self) -> &str {
+        &self.0.row.title
+    }
+    /// The online URL.
+    async fn url(&self) -> Option<&str> {
+        self.0.row.url.as_deref()
+    }
+    async fn edited_at(&self) -> Option<DateTime<Utc>> {
+        self.0.row.edited_at
+    }
+    /// The parent's primary id; null at the platform's root.
+    async fn parent(&self) -> Option<&str> {
+        self.0.row.parent_remote_id.as_deref()
+    }
+    /// Its file (or folder) relative to the mirror's root.
+    async fn path(&self) -> &str {
+        &self.0.row.local_path
+    }
+    /// `active`, `pending_assets` (a download is retried next run) or
+    /// `trashed`.
+    async fn status(&self) -> &str {
+        &self.0.row.status
+    }
+    /// A database row's properties, by name.
+    async fn properties(&self) -> Vec<DocProperty> {
+        self.0
+            .properties
+            .iter()
+            .map(|(name, value)| DocProperty {
+                name: name.clone(),
+                value: value.clone(),
+            })
+            .collect()
+    }
+    /// The Markdown after the frontmatter; null for a bare folder or a
+    /// file missing on disk.
+    async fn markdown(&self) -> Option<&str> {
+        self.0.body.as_deref()
+    }
+    /// The blocks that could not be mirrored faithfully (their markers in
+    /// the body).
+    async fn degradations(&self) -> Vec<DocDegradation> {
+        self.0
+            .body
+            .as_deref()
+            .map(markers::parse_all)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|degradation| DocDegradation {
+                kind: degradation.kind.as_str().to_owned(),
+                id: degradation.id,
+            })
+            .collect()
+    }
+    /// The assets the body uses, relative to the mirror's root
+    /// (`assets/ab/ab12….png`).
+    async fn assets(&self) -> Vec<String> {
+        self.0.body.as_deref().map(asset_paths).unwrap_or_default()
+    }
+    /// The documents linking here.
+    async fn backlinks(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<DocEntry>> {
+        let rows = ctx.service::<DocsService>()?.backlinks(&self.0.row).await?;
+        Ok(rows.into_iter().map(DocEntry::from).collect())
+    }
+}
+
+/// The asset pool's paths a body links to, in order, once each.
+fn asset_paths(body: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for (start, _) in body.match_indices("assets/") {
+        let rest = &body[start..];
+        let end = rest
+            .find(|c: char| c == ')' || c == '"' || c == '\'' || c.is_whitespace())
+            .unwrap_or(rest.len());
+        let path = &rest[..end];
+        // `assets/<2 hex>/<sha256><ext>`.
+        let mut parts = path.splitn(3, '/');
+        let (_, shard, file) = (parts.next(), parts.next(), parts.next());
+        let shaped = matches!((shard, file), (Some(shard), Some(file))
+            if shard.len() == 2 && file.len() >= 64 && file.starts_with(shard));
+        if shaped && !found.iter().any(|seen| seen == path) {
+            found.push(path.to_owned());
+        }
+    }
+    found
+}
+
+#[derive(SimpleObject)]
+pub struct DocProperty {
+    pub name: String,
+    pub value: String,
+}
+
+/// One degraded block: its kind and the id to drill into.
+#[derive(SimpleObject)]
+pub struct DocDegradation {
+    pub kind: String,
+    pub id: String,
+}
+
+/// One platform's sync run.
+#[derive(SimpleObject)]
+pub struct DocSyncRun {
+    pub id: i64,
+    pub platform: Option<Platform>,
+    /// `full` or `incremental`.
+    pub mode: String,
+    /// Why that mode.
+    pub reason: String,
+    /// `running`, `succeeded`, `failed` or `interrupted`.
+    pub status: String,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// The run's counters (documents fetched, skipped, written; assets;
+    /// degradations by kind; errors…).
+    pub stats: Json<Value>,
+    /// What it changed, by primary id.
+    pub changes: DocRunChanges,
+    pub error: Option<String>,
+}
+
+#[derive(SimpleObject, Default)]
+pub struct DocRunChanges {
+    pub added: Vec<String>,
+    pub updated: Vec<String>,
+    pub moved: Vec<String>,
+    pub trashed: Vec<String>,
+}
+
+impl From<docs_sync_run::Model> for DocSyncRun {
+    fn from(run: docs_sync_run::Model) -> Self {
+        let changes: RunChanges = serde_json::from_value(run.changes).unwrap_or_default();
+        DocSyncRun {
+            id: run.id,
+            platform: Platform::parse(&run.platform),
+            mode: run.mode,
+            reason: run.reason,
+            status: run.status,
+            started_at: run.started_at,
+            finished_at: run.finished_at,
+            stats: Json(run.stats),
+            changes: DocRunChanges {
+                added: changes.added,
+                updated: changes.updated,
+                moved: changes.moved,
+                trashed: changes.trashed,
+            },
+            error: run.error,
+        }
+    }
+}
+
+/// The doctor's report.
+#[derive(SimpleObject)]
+pub struct DocsDoctorReport {
+    /// No check failed.
+    pub ok: bool,
+    /// Some platform has credentials.
+    pub configured: bool,
+    pub checks: Vec<DocsCheck>,
+}
+
+#[derive(SimpleObject)]
+pub struct DocsCheck {
+    /// Stable: `G0`–`G2`, `N1`–`N3`, `F1`–`F5`.
+    pub code: String,
+    pub status: CheckStatus,
+    pub message: String,
+}
+
+impl From<doctor::Report> for DocsDoctorReport {
+    fn from(report: doctor::Report) -> Self {
+        DocsDoctorReport {
+            ok: report.ok(),
+            configured: report.configured,
+            checks: report
+                .checks
+                .into_iter()
+                .map(|check| DocsCheck {
+                    code: check.code,
+                    status: check.status,
+                    message: check.message,
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn asset_paths_are_the_pools_once_each() {
+        let sha = "ab".to_owned() + &"0".repeat(62);
+        let body = format!(
+            "![x](../assets/ab/{sha}.png) and ![y](../../assets/ab/{sha}.png)\n[not](assets/readme.md)"
+        );
+        assert_eq!(asset_paths(&body), vec![format!("assets/ab/{sha}.png")]);
     }
 }

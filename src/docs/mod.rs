@@ -21,18 +21,28 @@
 //!   processing order, atomic writes, assets, moves, trash and its guard,
 //!   link rewriting, `INDEX.md`.
 //!
+//! - [`sync`]: one sync of the mirror (platforms in parallel, each under
+//!   its own lock), run by the `docs.sync` task ([`task`], on `q:long`,
+//!   with progress events) and by `trellis docs sync` ([`cli`]).
+//! - [`platforms`]: the adapters built from the settings, one line each.
+//! - [`browse`]: a folder's entries and a reader's path, over the manifest.
+//! - [`doctor`]: checks with stable codes.
+//!
 //! Wired into the app as a domain ([`domain`]): its [`settings`] (every
 //! `TRELLIS_NOTION_*`, `TRELLIS_FEISHU_*` and `TRELLIS_DOCS_*` knob), its
-//! [`service`] and the admins' `docsSettings` query ([`graphql`]).
+//! [`service`], its task and schedule, and its GraphQL ([`graphql`]).
 //!
 //! [`notion`] is the Notion adapter, paced by [`ratelimit`].
 //!
-//! Not built yet: the Feishu adapter, the `docs.sync` task, the other
-//! GraphQL views and the CLI. `docs/docs-mirror.md` describes the
-//! formats and the engine as built.
+//! Not built yet: the Feishu adapter, full-text search (`searchDocs`),
+//! `updateDocsSettings`. `docs/docs-mirror.md` describes the formats, the
+//! engine, the API and the CLI as built.
 
 pub mod adapter;
 pub mod assets;
+pub mod browse;
+pub mod cli;
+pub mod doctor;
 mod domain;
 pub mod engine;
 pub mod frontmatter;
@@ -41,9 +51,12 @@ pub mod markers;
 pub mod mode;
 pub mod naming;
 pub mod notion;
+pub mod platforms;
 pub mod ratelimit;
 pub mod service;
 pub mod settings;
+pub mod sync;
+pub mod task;
 
 pub use domain::setup;
 pub use settings::Settings;

@@ -31,11 +31,11 @@ use trellis::{
 };
 use url::Url;
 
-const TOKEN: &str = "ntn_good_token";
+pub(crate) const TOKEN: &str = "ntn_good_token";
 
 /// A canned answer: status, headers, body.
 #[derive(Clone)]
-struct Canned(u16, Vec<(&'static str, String)>, String);
+pub(crate) struct Canned(u16, Vec<(&'static str, String)>, String);
 
 impl IntoResponse for Canned {
     fn into_response(self) -> Response {
@@ -47,7 +47,7 @@ impl IntoResponse for Canned {
     }
 }
 
-fn error(status: u16, code: &str, message: &str) -> Canned {
+pub(crate) fn error(status: u16, code: &str, message: &str) -> Canned {
     Canned(
         status,
         vec![("content-type", "application/json".into())],
@@ -57,30 +57,30 @@ fn error(status: u16, code: &str, message: &str) -> Canned {
 
 /// One request as the fake saw it.
 #[derive(Debug, Clone)]
-struct Seen {
+pub(crate) struct Seen {
     method: Method,
     path: String,
     body: Value,
 }
 
 #[derive(Default)]
-struct Fake {
+pub(crate) struct Fake {
     /// Search results, in the order Notion returns them (newest first).
-    objects: Vec<Value>,
+    pub(crate) objects: Vec<Value>,
     /// Rows of every data source, by data source id.
-    rows: HashMap<String, Vec<Value>>,
+    pub(crate) rows: HashMap<String, Vec<Value>>,
     /// Page (or block) id as requested → (markdown, truncated, unknown ids).
-    markdown: HashMap<String, (String, bool, Vec<String>)>,
+    pub(crate) markdown: HashMap<String, (String, bool, Vec<String>)>,
     /// File path → (content type, bytes); a path not here has expired.
-    files: HashMap<String, (&'static str, Vec<u8>)>,
-    page_size: usize,
+    pub(crate) files: HashMap<String, (&'static str, Vec<u8>)>,
+    pub(crate) page_size: usize,
     /// Answers served before the normal one, by path, in order.
-    scripted: Mutex<HashMap<String, VecDeque<Canned>>>,
-    seen: Mutex<Vec<Seen>>,
+    pub(crate) scripted: Mutex<HashMap<String, VecDeque<Canned>>>,
+    pub(crate) seen: Mutex<Vec<Seen>>,
 }
 
 impl Fake {
-    fn seen(&self, path: &str) -> Vec<Seen> {
+    pub(crate) fn seen(&self, path: &str) -> Vec<Seen> {
         self.seen
             .lock()
             .unwrap()
@@ -187,6 +187,13 @@ fn api(fake: &Fake, method: Method, path: &str, headers: &HeaderMap, json_body: 
     }
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match (method, parts.as_slice()) {
+        (Method::GET, ["v1", "users", "me"]) => Canned(
+            200,
+            vec![("content-type", "application/json".into())],
+            json!({"object": "user", "id": "99999999-9999-9999-9999-999999999999",
+                   "type": "bot", "name": "Trellis", "bot": {"owner": {"type": "workspace", "workspace": true}}})
+            .to_string(),
+        ),
         (Method::POST, ["v1", "search"]) => {
             assert_eq!(
                 json_body["sort"],
@@ -238,13 +245,13 @@ impl Sleeper for RecordingSleeper {
     }
 }
 
-struct Setup {
-    base: Url,
-    fake: Arc<Fake>,
+pub(crate) struct Setup {
+    pub(crate) base: Url,
+    pub(crate) fake: Arc<Fake>,
     sleeper: Arc<RecordingSleeper>,
 }
 
-async fn serve(fake: Fake) -> Setup {
+pub(crate) async fn serve(fake: Fake) -> Setup {
     let fake = Arc::new(fake);
     let app = Router::new().fallback(notion).with_state(fake.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -288,7 +295,7 @@ fn at(text: &str) -> DateTime<Utc> {
     text.parse().unwrap()
 }
 
-fn page(id: &str, title: &str, edited: &str, parent: Value) -> Value {
+pub(crate) fn page(id: &str, title: &str, edited: &str, parent: Value) -> Value {
     json!({
         "object": "page", "id": id, "created_time": edited, "last_edited_time": edited,
         "in_trash": false, "archived": false, "parent": parent,
@@ -298,14 +305,14 @@ fn page(id: &str, title: &str, edited: &str, parent: Value) -> Value {
     })
 }
 
-const ROOT: &str = "11111111-1111-1111-1111-111111111111";
-const CHILD: &str = "22222222-2222-2222-2222-222222222222";
-const SOURCE: &str = "33333333-3333-3333-3333-333333333333";
-const DATABASE: &str = "44444444-4444-4444-4444-444444444444";
-const ROW: &str = "55555555-5555-5555-5555-555555555555";
-const TRASHED: &str = "66666666-6666-6666-6666-666666666666";
+pub(crate) const ROOT: &str = "11111111-1111-1111-1111-111111111111";
+pub(crate) const CHILD: &str = "22222222-2222-2222-2222-222222222222";
+pub(crate) const SOURCE: &str = "33333333-3333-3333-3333-333333333333";
+pub(crate) const DATABASE: &str = "44444444-4444-4444-4444-444444444444";
+pub(crate) const ROW: &str = "55555555-5555-5555-5555-555555555555";
+pub(crate) const TRASHED: &str = "66666666-6666-6666-6666-666666666666";
 
-fn workspace() -> Vec<Value> {
+pub(crate) fn workspace() -> Vec<Value> {
     let mut trashed = page(
         TRASHED,
         "Old",

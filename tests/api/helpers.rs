@@ -395,6 +395,11 @@ impl TestApp {
     }
 
     /// A direct connection to the server's database, to check effects.
+    /// The server's data directory (`TRELLIS_DATA_DIR`).
+    pub fn data_dir(&self) -> &Path {
+        self._dir.path()
+    }
+
     pub async fn database(&self) -> sea_orm::DatabaseConnection {
         Database::connect(self._db.url.as_str())
             .await

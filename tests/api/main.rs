@@ -11,6 +11,7 @@ mod dashboard;
 mod docs_engine;
 mod docs_notion;
 mod docs_settings;
+mod docs_sync;
 mod feed_icons;
 mod feeds;
 mod feedserver;

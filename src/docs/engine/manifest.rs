@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use entity::{docs_alias, docs_asset, docs_document, docs_link, docs_sync_run};
-use sea_orm::sea_query::OnConflict;
+use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect,
@@ -241,6 +241,28 @@ pub async fn start_run(
     .exec(db)
     .await?;
     Ok(inserted.last_insert_id)
+}
+
+/// Closes the platform's runs left `running` by a process that died (the
+/// caller holds the platform's lock, so none of them is still going), as
+/// `interrupted`; returns how many.
+pub async fn close_interrupted(
+    db: &DatabaseConnection,
+    platform: Platform,
+    now: DateTime<Utc>,
+) -> Result<u64, DbErr> {
+    let closed = docs_sync_run::Entity::update_many()
+        .col_expr(docs_sync_run::Column::Status, Expr::value("interrupted"))
+        .col_expr(docs_sync_run::Column::FinishedAt, Expr::value(now))
+        .col_expr(
+            docs_sync_run::Column::Error,
+            Expr::value("the process stopped before the run finished"),
+        )
+        .filter(docs_sync_run::Column::Platform.eq(platform.as_str()))
+        .filter(docs_sync_run::Column::Status.eq("running"))
+        .exec(db)
+        .await?;
+    Ok(closed.rows_affected)
 }
 
 /// What a finished run records.

@@ -227,17 +227,80 @@ pub struct FinalizeReport {
     pub index_written: bool,
 }
 
+/// Where a platform's run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, async_graphql::Enum)]
+#[serde(rename_all = "snake_case")]
+#[graphql(name = "DocsSyncPhase")]
+pub enum Phase {
+    /// Listing the inventory (or what changed since the checkpoint).
+    Listing,
+    /// Querying databases' rows.
+    Databases,
+    /// Fetching and writing documents (`done` of `total`).
+    Documents,
+    /// Delete detection (full runs).
+    Deletes,
+    /// Rewriting document links.
+    Links,
+    /// The platform's run ended (`failed` says how).
+    Finished,
+}
+
+/// One platform's progress, as the engine reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProgressStep {
+    /// The platform.
+    pub platform: super::adapter::Platform,
+    /// Its phase.
+    pub phase: Phase,
+    /// Nodes processed so far (documents phase on).
+    pub done: u64,
+    /// Nodes to process (known once listed).
+    pub total: u64,
+    /// Documents failed so far.
+    pub errors: u64,
+    /// Whether the run stopped on an error (only with [`Phase::Finished`]).
+    pub failed: bool,
+}
+
+/// Told of each step of a run: the sync task turns steps into events, the
+/// CLI into lines on stderr. Called on the run's task, so it must be cheap
+/// (throttle there, not here).
+pub trait Progress: Send + Sync {
+    /// A step happened.
+    fn step(&self, step: ProgressStep);
+}
+
+/// Hears nothing.
+struct Silent;
+
+impl Progress for Silent {
+    fn step(&self, _step: ProgressStep) {}
+}
+
 /// The engine over one database and one mirror root.
 pub struct Engine<'a> {
     db: &'a DatabaseConnection,
     config: &'a EngineConfig,
     clock: &'a dyn Clock,
+    progress: &'a dyn Progress,
 }
 
 impl<'a> Engine<'a> {
     /// An engine writing into `config.mirror_root` and the manifest in `db`.
     pub fn new(db: &'a DatabaseConnection, config: &'a EngineConfig, clock: &'a dyn Clock) -> Self {
-        Self { db, config, clock }
+        Self {
+            db,
+            config,
+            clock,
+            progress: &Silent,
+        }
+    }
+
+    /// The same engine, telling `progress` of each step.
+    pub fn with_progress(mut self, progress: &'a dyn Progress) -> Self {
+        self.progress = progress;
+        self
     }
 
     /// One run of `adapter`'s platform; `full_requested` forces a full run.

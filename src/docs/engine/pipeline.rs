@@ -24,7 +24,7 @@ use super::render::{self, IndexEntry, IndexRow};
 use super::tree::{self, Placement, Shape};
 use super::{
     DOWNLOAD_DIR, Engine, EngineError, Failure, FinalizeReport, INDEX_FILE, MAX_FAILURES_KEPT,
-    RunChanges, RunReport, RunStats,
+    Phase, ProgressStep, RunChanges, RunReport, RunStats,
 };
 
 /// How many past runs the mode decision reads (the daily full run keeps
@@ -85,8 +85,12 @@ pub(super) async fn sync_platform(
             ..RunStats::default()
         },
         changes: RunChanges::default(),
+        done: 0,
+        total: 0,
     };
+    run.report(Phase::Listing, false);
     let outcome = run.execute(decision, checkpoint).await;
+    run.report(Phase::Finished, outcome.is_err());
     let finished_at = engine.clock.now();
     let stats = serde_json::to_value(&run.stats).unwrap_or_default();
     let changes = serde_json::to_value(&run.changes).unwrap_or_default();
@@ -148,11 +152,25 @@ struct Run<'r, 'e> {
     moved: HashMap<String, String>,
     stats: RunStats,
     changes: RunChanges,
+    /// Nodes processed, of `total` placed (for progress).
+    done: u64,
+    total: u64,
 }
 
 impl Run<'_, '_> {
     fn abs(&self, path: &str) -> PathBuf {
         self.root.join(path)
+    }
+
+    fn report(&self, phase: Phase, failed: bool) {
+        self.engine.progress.step(ProgressStep {
+            platform: self.platform,
+            phase,
+            done: self.done,
+            total: self.total,
+            errors: self.stats.errors,
+            failed,
+        });
     }
 
     /// The run after its row is open; returns the checkpoint to store.
@@ -195,9 +213,13 @@ impl Run<'_, '_> {
         self.stats.enumerated = nodes.len() as u64;
         let by_id: HashMap<&str, &RemoteNode> =
             nodes.iter().map(|node| (node.id.as_str(), node)).collect();
+        self.total = placements.len() as u64;
+        self.report(Phase::Databases, false);
         self.query_databases(&nodes).await?;
         let children = children_of(&nodes, &placements);
+        self.report(Phase::Documents, false);
         for placement in &placements {
+            self.done += 1;
             let Some(node) = by_id.get(placement.id.as_str()) else {
                 continue;
             };
@@ -209,11 +231,14 @@ impl Run<'_, '_> {
                 }
                 self.fail(&node.id, &error);
             }
+            self.report(Phase::Documents, false);
         }
         if decision.mode == SyncMode::Full {
+            self.report(Phase::Deletes, false);
             let listed: HashSet<&str> = by_id.keys().copied().collect();
             self.reconcile_deletes(&listed).await?;
         }
+        self.report(Phase::Links, false);
         self.finalize_links().await?;
         Ok(next_checkpoint)
     }

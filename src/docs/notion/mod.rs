@@ -46,8 +46,8 @@ use self::api::{ListPage, NOTION_VERSION, PageMarkdown};
 use super::{
     adapter::{
         Adapter, AdapterError, AssetRef, DatabaseExpander, DownloadedAsset, FetchedDoc,
-        INCREMENTAL_SAFETY_WINDOW, IncrementalEnumerator, IncrementalListing, Platform, RemoteNode,
-        RowProperties,
+        INCREMENTAL_SAFETY_WINDOW, IncrementalEnumerator, IncrementalListing, Platform, Probe,
+        RemoteNode, RowProperties, Traffic,
     },
     ratelimit::{self, NOTION_QPS, Pacer, Sleeper, TokioSleeper},
 };
@@ -250,6 +250,62 @@ fn is_block_failure(error: &AdapterError) -> bool {
 
 #[async_trait::async_trait]
 impl Adapter for NotionAdapter {
+    fn traffic(&self) -> Traffic {
+        let (api, files) = (self.api_pacer.stats(), self.file_pacer.stats());
+        Traffic {
+            requests: api.requests() + files.requests(),
+            waits: api.retries() + files.retries(),
+        }
+    }
+
+    /// `N2` the token is accepted (`GET /v1/users/me`); `N3` the
+    /// integration may read content (a one-result search).
+    async fn probes(&self) -> Vec<Probe> {
+        let mut probes = Vec::new();
+        match self
+            .call(Method::GET, "v1/users/me", None, "users/me")
+            .await
+        {
+            Ok(_) => probes.push(Probe::pass("N2", "Notion accepted the token")),
+            Err(AdapterError::Unauthorized) => {
+                probes.push(Probe::fail(
+                    "N2",
+                    "Notion refused the token (TRELLIS_NOTION_TOKEN): create a new integration secret",
+                ));
+                return probes;
+            }
+            Err(error) => {
+                probes.push(Probe::fail("N2", format!("Notion did not answer: {error}")));
+                return probes;
+            }
+        }
+        let search = json!({
+            "page_size": 1,
+            "sort": {"direction": "descending", "timestamp": "last_edited_time"},
+        });
+        probes.push(
+            match self
+                .call(Method::POST, "v1/search", Some(search), "search")
+                .await
+            {
+                Ok(body) => match api::parse::<ListPage>(&body, "search") {
+                    Ok(page) if page.results.is_empty() => Probe::pass(
+                        "N3",
+                        "the integration can read content, but no page is shared with it yet",
+                    ),
+                    Ok(_) => Probe::pass("N3", "the integration can read content"),
+                    Err(error) => Probe::fail("N3", error.to_string()),
+                },
+                Err(AdapterError::Forbidden { .. }) => Probe::fail(
+                    "N3",
+                    "the integration lacks the \"Read content\" capability",
+                ),
+                Err(error) => Probe::fail("N3", error.to_string()),
+            },
+        );
+        probes
+    }
+
     fn platform(&self) -> Platform {
         Platform::Notion
     }

@@ -1,0 +1,455 @@
+//! The docs mirror end to end: the real server (and the real `trellis`
+//! binary for the CLI) against the loopback fake of Notion's API from
+//! `docs_notion`. `syncDocs` on `q:long` with its progress over WebSocket,
+//! the views (`docTree`, `doc`, `docSyncRuns`, `docsDoctor`) agreeing with
+//! the files on disk, members reading but not syncing, and the CLI's exit
+//! codes.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+use trellis::jobs::outbox::{self, NewEvent};
+
+use crate::{
+    docs_notion::{CHILD, Fake, ROOT, ROW, SOURCE, Setup, TOKEN, serve, workspace},
+    helpers::{AppOptions, Backend, TestApp, TestDatabase, spawn_app_with, trellis_command},
+    jobs::task,
+    on_both_backends,
+    websocket::{next, subscribe},
+};
+
+on_both_backends!(
+    a_sync_mirrors_notion_with_live_progress_and_views_that_agree_with_the_files,
+    the_cli_syncs_reports_resolves_and_exits_as_documented,
+);
+
+const SYNC: &str = "mutation($p: DocsPlatform, $f: Boolean) { syncDocs(platform: $p, full: $f) { id kind queue status } }";
+const PROGRESS: &str =
+    "subscription { docsSyncProgress { platform phase done total requests waits errors failed } }";
+const TREE: &str = "query($p: DocsPlatform!, $path: String) { docTree(platform: $p, path: $path) { path folder id title kind status } }";
+const DOC: &str = "query($id: String, $path: String) { doc(id: $id, path: $path) { id platform kind title url path status parent markdown properties { name value } backlinks { id path } degradations { kind } } }";
+const RUNS: &str = "{ docSyncRuns(first: 10) { totalCount edges { node { id platform mode reason status stats changes { added updated moved trashed } error } } } }";
+const DOCTOR: &str = "{ docsDoctor { ok configured checks { code status message } } }";
+
+/// The fake workspace: Root (with Child and the Tasks database, whose one
+/// row is Row), each page with a body; Child links to Root.
+async fn notion() -> Setup {
+    let markdown = HashMap::from([
+        (ROOT.to_owned(), ("# Root\n\nThe top.\n".to_owned(), false, vec![])),
+        (
+            CHILD.to_owned(),
+            (
+                "# Child\n\nUp to [Root](https://www.notion.so/Root-11111111111111111111111111111111).\n"
+                    .to_owned(),
+                false,
+                vec![],
+            ),
+        ),
+        (ROW.to_owned(), ("Row body\n".to_owned(), false, vec![])),
+    ]);
+    let rows = vec![json!({
+        "object": "page", "id": ROW, "in_trash": false,
+        "parent": {"type": "data_source_id", "data_source_id": SOURCE},
+        "properties": {
+            "Name": {"id": "title", "type": "title", "title": [{"plain_text": "Row"}]},
+            "Points": {"id": "p", "type": "number", "number": 3},
+        },
+    })];
+    serve(Fake {
+        objects: workspace(),
+        markdown,
+        rows: HashMap::from([(SOURCE.to_owned(), rows)]),
+        page_size: 2,
+        ..Fake::default()
+    })
+    .await
+}
+
+fn configured(setup: &Setup) -> Vec<(&'static str, String)> {
+    vec![
+        ("TRELLIS_NOTION_TOKEN", TOKEN.to_owned()),
+        ("TRELLIS_NOTION_API_URL", setup.base.to_string()),
+        ("TRELLIS_NOTION_QPS", "1000".to_owned()),
+        ("TRELLIS_DOCS_SYNC_INTERVAL", "0".to_owned()),
+    ]
+}
+
+/// Two fields of each object of a list.
+fn pairs(list: &Value, a: &str, b: &str) -> Vec<(Value, Value)> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| (entry[a].clone(), entry[b].clone()))
+        .collect()
+}
+
+/// Runs `syncDocs` as `token` and follows the task to its end over
+/// WebSocket; the finished task.
+async fn sync(app: &TestApp, token: &str, variables: Value) -> Value {
+    let response = app.gql(SYNC, variables).bearer(token).send().await;
+    let queued = &response.data()["syncDocs"];
+    assert_eq!(queued["kind"], "docs.sync");
+    assert_eq!(queued["queue"], "LONG");
+    let id = queued["id"].as_str().unwrap().to_owned();
+    let mut socket = subscribe(
+        app,
+        token,
+        "t",
+        "subscription($id: ID!) { taskUpdated(id: $id) { status } }",
+        json!({ "id": id }),
+    )
+    .await;
+    while let Some(message) = next(&mut socket).await {
+        if message["type"] == "complete" {
+            break;
+        }
+    }
+    task(app, token, &id).await
+}
+
+async fn a_sync_mirrors_notion_with_live_progress_and_views_that_agree_with_the_files(
+    backend: Backend,
+) {
+    let setup = notion().await;
+    let mut options = AppOptions::default();
+    for (key, value) in configured(&setup) {
+        options = options.env(key, &value);
+    }
+    let app = spawn_app_with(backend, options).await;
+    let admin = app.admin().await;
+    let member = app.member("reader").await;
+
+    // Members read; only admins sync and run the doctor.
+    let refused = app
+        .gql(SYNC, json!({"p": "NOTION"}))
+        .bearer(&member.access)
+        .send()
+        .await;
+    assert_eq!(refused.error_code(), Some("FORBIDDEN"));
+    let refused = app
+        .gql(DOCTOR, json!({}))
+        .bearer(&member.access)
+        .send()
+        .await;
+    assert_eq!(refused.error_code(), Some("FORBIDDEN"));
+
+    // A member follows the progress; the subscription is live once an
+    // event written after it arrives.
+    let mut progress = subscribe(&app, &member.access, "p", PROGRESS, json!({})).await;
+    let db = app.database().await;
+    let ready = json!({"platform": "feishu", "phase": "listing", "done": 0, "total": 0,
+                       "requests": 0, "waits": 0, "errors": 0, "failed": false});
+    outbox::emit(
+        &db,
+        vec![NewEvent {
+            topic: "docs.sync.progress",
+            aggregate_id: "feishu".into(),
+            owner_id: None,
+            payload: ready,
+        }],
+    )
+    .await
+    .unwrap();
+    loop {
+        let message = next(&mut progress).await.unwrap();
+        if message["payload"]["data"]["docsSyncProgress"]["platform"] == "FEISHU" {
+            break;
+        }
+    }
+
+    let first = sync(&app, &admin.access, json!({"p": "NOTION"})).await;
+    assert_eq!(first["status"], "SUCCEEDED", "{first}");
+    let result = &first["result"]["platforms"];
+    assert_eq!(result.as_array().unwrap().len(), 1, "only Notion was asked");
+    assert_eq!(result[0]["platform"], "notion");
+    assert_eq!(result[0]["outcome"], "succeeded");
+    assert_eq!(result[0]["stats"]["mode"], "full");
+    assert_eq!(result[0]["stats"]["documents_written"], 4);
+
+    // The progress ends with Notion's run finished: every node done.
+    let mut phases = Vec::new();
+    let last = loop {
+        let message = next(&mut progress).await.unwrap();
+        let step = message["payload"]["data"]["docsSyncProgress"].clone();
+        phases.push(step["phase"].as_str().unwrap().to_owned());
+        if step["phase"] == "FINISHED" {
+            break step;
+        }
+    };
+    assert_eq!(last["platform"], "NOTION");
+    assert_eq!(
+        (last["done"].as_u64(), last["total"].as_u64()),
+        (Some(4), Some(4))
+    );
+    assert_eq!(last["failed"], false);
+    assert_eq!(last["errors"], 0);
+    // listing, search pages, one markdown per page, one query.
+    assert!(last["requests"].as_u64().unwrap() >= 6, "{last}");
+    assert_eq!(
+        phases.first().map(String::as_str),
+        Some("LISTING"),
+        "{phases:?}"
+    );
+
+    // The tree on disk and the views agree.
+    let mirror = app.data_dir().join("mirror");
+    for file in [
+        "notion/Root/README.md",
+        "notion/Root/Child.md",
+        "notion/Root/Tasks/_index.md",
+        "notion/Root/Tasks/Row.md",
+        "INDEX.md",
+    ] {
+        assert!(mirror.join(file).is_file(), "{file} is on disk");
+    }
+    let root = app
+        .gql(TREE, json!({"p": "NOTION"}))
+        .bearer(&member.access)
+        .send()
+        .await;
+    assert_eq!(
+        root.data()["docTree"],
+        json!([{"path": "notion/Root", "folder": true, "id": ROOT, "title": "Root", "kind": "page", "status": "active"}])
+    );
+    let inside = app
+        .gql(TREE, json!({"p": "NOTION", "path": "notion/Root"}))
+        .bearer(&member.access)
+        .send()
+        .await;
+    assert_eq!(
+        pairs(&inside.data()["docTree"], "path", "folder"),
+        [
+            (json!("notion/Root/Tasks"), json!(true)),
+            (json!("notion/Root/Child.md"), json!(false))
+        ]
+    );
+    let climbing = app
+        .gql(TREE, json!({"p": "NOTION", "path": "notion/../.."}))
+        .bearer(&member.access)
+        .send()
+        .await;
+    assert_eq!(climbing.error_code(), Some("BAD_USER_INPUT"));
+
+    let by_path = app
+        .gql(DOC, json!({"path": "notion/Root"}))
+        .bearer(&member.access)
+        .send()
+        .await;
+    let doc = &by_path.data()["doc"];
+    assert_eq!(doc["id"], ROOT);
+    assert_eq!(doc["platform"], "NOTION");
+    assert_eq!(doc["path"], "notion/Root/README.md");
+    let on_disk = std::fs::read_to_string(mirror.join("notion/Root/README.md")).unwrap();
+    let body = doc["markdown"].as_str().unwrap();
+    assert!(
+        on_disk.ends_with(body),
+        "the body is the file's after the frontmatter"
+    );
+    assert!(body.contains("The top."));
+    assert_eq!(
+        doc["backlinks"],
+        json!([{"id": CHILD, "path": "notion/Root/Child.md"}]),
+        "Child links to Root"
+    );
+    // By the undashed id of a URL, as links carry it.
+    let by_url = app
+        .gql(
+            DOC,
+            json!({"id": "https://www.notion.so/Row-55555555555555555555555555555555"}),
+        )
+        .bearer(&member.access)
+        .send()
+        .await;
+    let row = &by_url.data()["doc"];
+    assert_eq!(row["id"], ROW);
+    assert_eq!(row["parent"], SOURCE);
+    assert!(
+        row["properties"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"name": "Points", "value": "3"})),
+        "{row}"
+    );
+    let missing = app
+        .gql(DOC, json!({"id": "nothing-here"}))
+        .bearer(&member.access)
+        .send()
+        .await;
+    assert_eq!(missing.data()["doc"], Value::Null);
+
+    // A second sync is incremental: only what changed since the
+    // checkpoint is listed, nothing is rewritten.
+    let second = sync(&app, &admin.access, json!({})).await;
+    assert_eq!(second["status"], "SUCCEEDED", "{second}");
+    let runs = app.gql(RUNS, json!({})).bearer(&member.access).send().await;
+    let runs = &runs.data()["docSyncRuns"];
+    assert_eq!(runs["totalCount"], 2);
+    let newest = &runs["edges"][0]["node"];
+    let oldest = &runs["edges"][1]["node"];
+    assert_eq!(newest["mode"], "incremental", "{newest}");
+    assert_eq!(newest["status"], "succeeded");
+    assert_eq!(newest["changes"]["updated"], json!([]));
+    assert_eq!(oldest["mode"], "full");
+    let mut added: Vec<&str> = oldest["changes"]["added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    added.sort();
+    let mut expected = vec![ROOT, CHILD, SOURCE, ROW];
+    expected.sort();
+    assert_eq!(added, expected);
+    // The unconfigured platform was skipped, not failed.
+    assert_eq!(second["result"]["platforms"][1]["platform"], "feishu");
+    assert_eq!(second["result"]["platforms"][1]["outcome"], "skipped");
+
+    let doctor = || async {
+        app.gql(DOCTOR, json!({}))
+            .bearer(&admin.access)
+            .send()
+            .await
+            .data()["docsDoctor"]
+            .clone()
+    };
+    let report = doctor().await;
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["configured"], true);
+    let statuses: Vec<(Value, Value)> = pairs(&report["checks"], "code", "status");
+    assert_eq!(
+        statuses,
+        [
+            (json!("G0"), json!("OK")),
+            (json!("G1"), json!("OK")),
+            (json!("G2"), json!("OK")),
+            (json!("N1"), json!("OK")),
+            (json!("N2"), json!("OK")),
+            (json!("N3"), json!("OK")),
+            (json!("F1"), json!("SKIPPED")),
+            (json!("F2"), json!("SKIPPED")),
+            (json!("F3"), json!("SKIPPED")),
+            (json!("F4"), json!("SKIPPED")),
+            (json!("F5"), json!("SKIPPED")),
+        ]
+    );
+    // A file deleted behind the mirror's back is what G2 reports.
+    std::fs::remove_file(mirror.join("notion/Root/Child.md")).unwrap();
+    let report = doctor().await;
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["checks"][2]["status"], "FAILED");
+    assert!(
+        report["checks"][2]["message"]
+            .as_str()
+            .unwrap()
+            .contains("notion/Root/Child.md")
+    );
+}
+
+/// One `trellis docs …` run: its exit code, stdout and stderr.
+async fn docs(
+    dir: &std::path::Path,
+    database: &TestDatabase,
+    env: &[(&str, String)],
+    args: &[&str],
+) -> (i32, String, String) {
+    let mut command = trellis_command(dir, &database.url);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command.arg("docs").args(args).output().await.unwrap();
+    (
+        output.status.code().unwrap(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+async fn the_cli_syncs_reports_resolves_and_exits_as_documented(backend: Backend) {
+    let setup = notion().await;
+    let dir = tempfile::tempdir().unwrap();
+    let database = TestDatabase::create(backend, dir.path()).await;
+    let env = configured(&setup);
+
+    // Nothing configured: 3, the doctor's whole report first.
+    let (code, _, stderr) = docs(dir.path(), &database, &[], &["sync"]).await;
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("TRELLIS_NOTION_TOKEN"));
+    let (code, stdout, _) = docs(dir.path(), &database, &[], &["doctor"]).await;
+    assert_eq!(code, 3);
+    for code in ["G0", "G1", "G2", "N1", "F1"] {
+        assert!(stdout.contains(code), "{code} in {stdout}");
+    }
+    let (code, _, _) = docs(dir.path(), &database, &[], &["status"]).await;
+    assert_eq!(code, 3);
+    // Usage: 2.
+    let (code, _, _) = docs(dir.path(), &database, &env, &["sync", "--platform", "wiki"]).await;
+    assert_eq!(code, 2);
+    let (code, _, _) = docs(dir.path(), &database, &env, &["resolve"]).await;
+    assert_eq!(code, 2);
+
+    // A sync in the foreground: progress on stderr, one line on stdout.
+    let (code, stdout, stderr) = docs(dir.path(), &database, &env, &["sync", "--full"]).await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stdout.starts_with("notion: full run, 4 listed, 3 fetched, 4 written"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("feishu: skipped (not configured)"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("notion: Finished 4/4 documents"),
+        "{stderr}"
+    );
+    assert!(dir.path().join("mirror/notion/Root/Child.md").is_file());
+
+    let (code, stdout, _) = docs(dir.path(), &database, &env, &["status"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("notion: configured, 4 documents, last run #1 full succeeded"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("feishu: not configured, 0 documents, never synced"),
+        "{stdout}"
+    );
+
+    // resolve: 0 found (by id, undashed id, URL, path), 1 not found.
+    let child = dir.path().join("mirror/notion/Root/Child.md");
+    for target in [
+        CHILD.to_owned(),
+        CHILD.replace('-', ""),
+        "https://www.notion.so/Child-22222222222222222222222222222222".to_owned(),
+        "notion/Root/Child.md".to_owned(),
+    ] {
+        let (code, stdout, stderr) = docs(dir.path(), &database, &env, &["resolve", &target]).await;
+        assert_eq!(code, 0, "{target}: {stderr}");
+        assert_eq!(stdout.trim_end(), child.display().to_string());
+    }
+    let (code, stdout, _) = docs(dir.path(), &database, &env, &["resolve", "notion/Nope.md"]).await;
+    assert_eq!((code, stdout.as_str()), (1, ""));
+
+    let (code, stdout, _) = docs(dir.path(), &database, &env, &["doctor", "--json"]).await;
+    assert_eq!(code, 0, "{stdout}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["configured"], true);
+    assert!(
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|check| check["code"] == "N2" && check["status"] == "ok")
+    );
+
+    // A refused token: the platform's run fails, exit 1.
+    let mut refused = env.clone();
+    refused[0].1 = "ntn_revoked".to_owned();
+    let (code, stdout, _) = docs(dir.path(), &database, &refused, &["sync"]).await;
+    assert_eq!(code, 1);
+    assert!(stdout.starts_with("notion: failed"), "{stdout}");
+    let (code, stdout, _) = docs(dir.path(), &database, &refused, &["doctor"]).await;
+    assert_eq!(code, 1);
+    assert!(stdout.contains("N2 FAIL"), "{stdout}");
+}
