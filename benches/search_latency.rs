@@ -23,10 +23,8 @@ use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
 use support::{BenchDatabase, env_or};
 use trellis::{
     cli::Cli,
-    feeds::{
-        search::{SearchLimits, Searcher},
-        service::FeedsService,
-    },
+    feeds::{search::ranked_items, service::FeedsService},
+    fulltext::{SearchLimits, Searcher},
 };
 use uuid::Uuid;
 
@@ -200,8 +198,7 @@ async fn run(postgres: bool, items: usize, runs: usize) -> Vec<(String, Duration
         let mut found = 0;
         for _ in 0..runs {
             let started = Instant::now();
-            found = searcher
-                .ranked_items(user, query, 50)
+            found = ranked_items(&searcher, user, query, 50)
                 .await
                 .expect("search")
                 .len();

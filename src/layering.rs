@@ -32,6 +32,7 @@ const INFRASTRUCTURE: &[&str] = &[
     "digest",
     "domain",
     "error",
+    "fulltext",
     "graphql",
     "http",
     "httpc",

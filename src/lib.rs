@@ -18,6 +18,7 @@ pub mod docs;
 pub mod domain;
 pub mod error;
 pub mod feeds;
+pub mod fulltext;
 pub mod graphql;
 pub mod http;
 pub mod httpc;

@@ -29,6 +29,7 @@ mod m20261203_000017_drop_orphans_checked;
 mod m20261203_000018_item_authors_enclosures;
 mod m20261203_000019_feed_icons;
 mod m20261203_000020_docs_mirror;
+mod m20261203_000021_docs_search;
 
 pub struct Migrator;
 
@@ -56,6 +57,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000018_item_authors_enclosures::Migration),
             Box::new(m20261203_000019_feed_icons::Migration),
             Box::new(m20261203_000020_docs_mirror::Migration),
+            Box::new(m20261203_000021_docs_search::Migration),
         ]
     }
 }

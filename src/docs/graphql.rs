@@ -1,7 +1,10 @@
 //! The docs mirror's GraphQL: thin resolvers over [`DocsService`]. Members
 //! read the mirror; admins also configure and sync it.
 
-use async_graphql::{Context, Json, Object, SimpleObject, Subscription};
+use async_graphql::{
+    Context, Json, Object, SimpleObject, Subscription,
+    connection::{Connection, CursorType, Edge, OpaqueCursor},
+};
 use chrono::{DateTime, Utc};
 use entity::{docs_document, docs_sync_run};
 use futures_util::Stream;
@@ -11,7 +14,7 @@ use super::adapter::Platform;
 use super::doctor::{self, CheckStatus};
 use super::engine::RunChanges;
 use super::markers;
-use super::service::{DocFile, DocsService, DocsSettings, TreeEntry};
+use super::service::{DocFile, DocsService, DocsSettings, Hit, TreeEntry};
 use super::sync::{SyncProgress, SyncRequest};
 use super::task::PROGRESS_TOPIC;
 use crate::{
@@ -73,6 +76,51 @@ impl DocsQuery {
         };
         let Some(row) = row else { return Ok(None) };
         Ok(Some(Doc(service.read(row).await?)))
+    }
+
+    /// Full-text search over the mirrored documents (titles weigh more),
+    /// best first, with a highlighted snippet each. Every word of `query`
+    /// must match (as a prefix); CJK text is matched character by
+    /// character. Pages up to 1,000 hits deep.
+    #[graphql(complexity = "crate::graphql::pagination::page_cost(first, child_complexity)")]
+    async fn search_docs(
+        &self,
+        ctx: &Context<'_>,
+        query: String,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<Connection<OpaqueCursor<u64>, DocHit>> {
+        ctx.viewer()?;
+        let limit = match first {
+            None => 20,
+            Some(n) if n < 0 => {
+                return Err(AppError::bad_input("first", "first must not be negative").into());
+            }
+            Some(n) => (n as u64).min(100),
+        };
+        let offset = match after {
+            None => 0,
+            Some(cursor) => {
+                OpaqueCursor::<u64>::decode_cursor(&cursor)
+                    .map_err(|_| AppError::bad_input("after", "invalid cursor"))?
+                    .0
+                    + 1
+            }
+        };
+        // One more than asked: whether a next page exists.
+        let mut hits = ctx
+            .service::<DocsService>()?
+            .search(&query, limit + 1, offset)
+            .await?;
+        let has_next = hits.len() as u64 > limit && offset + limit < super::search::MAX_OFFSET;
+        hits.truncate(limit as usize);
+        let mut connection = Connection::new(offset > 0, has_next);
+        connection.edges = hits
+            .into_iter()
+            .enumerate()
+            .map(|(index, hit)| Edge::new(OpaqueCursor(offset + index as u64), DocHit::from(hit)))
+            .collect();
+        Ok(connection)
     }
 
     /// The sync runs, newest first.
@@ -313,6 +361,38 @@ fn asset_paths(body: &str) -> Vec<String> {
         }
     }
     found
+}
+
+/// One document found by `searchDocs`.
+#[derive(SimpleObject)]
+pub struct DocHit {
+    /// Its primary id.
+    pub id: String,
+    pub platform: Option<Platform>,
+    pub title: String,
+    /// Its file (or folder) relative to the mirror's root.
+    pub path: String,
+    pub kind: String,
+    pub url: Option<String>,
+    /// How well it matches; higher is better.
+    pub rank: f64,
+    /// The text around the match, HTML-escaped, each match in `<mark>`.
+    pub snippet: String,
+}
+
+impl From<Hit> for DocHit {
+    fn from(hit: Hit) -> Self {
+        DocHit {
+            id: hit.remote_id,
+            platform: Platform::parse(&hit.platform),
+            title: hit.title,
+            path: hit.local_path,
+            kind: hit.kind,
+            url: hit.url,
+            rank: hit.rank,
+            snippet: hit.snippet,
+        }
+    }
 }
 
 #[derive(SimpleObject)]

@@ -32,11 +32,12 @@
 //! `TRELLIS_NOTION_*`, `TRELLIS_FEISHU_*` and `TRELLIS_DOCS_*` knob), its
 //! [`service`], its task and schedule, and its GraphQL ([`graphql`]).
 //!
-//! [`notion`] is the Notion adapter, paced by [`ratelimit`].
+//! [`notion`] is the Notion adapter, paced by [`ratelimit`]; [`search`]
+//! is the full-text search over the mirrored text (`searchDocs`).
 //!
-//! Not built yet: the Feishu adapter, full-text search (`searchDocs`),
-//! `updateDocsSettings`. `docs/docs-mirror.md` describes the formats, the
-//! engine, the API and the CLI as built.
+//! Not built yet: the Feishu adapter, `updateDocsSettings`.
+//! `docs/docs-mirror.md` describes the formats, the engine, the API and
+//! the CLI as built.
 
 pub mod adapter;
 pub mod assets;
@@ -53,6 +54,7 @@ pub mod naming;
 pub mod notion;
 pub mod platforms;
 pub mod ratelimit;
+pub mod search;
 pub mod service;
 pub mod settings;
 pub mod sync;

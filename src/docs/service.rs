@@ -10,11 +10,13 @@ use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOr
 use super::adapter::Platform;
 use super::browse;
 use super::doctor;
+use super::search;
 use super::settings::Settings;
 use super::sync::{SyncRequest, Syncer};
 use super::task as sync_task;
 use crate::{
     error::{AppError, AppResult},
+    fulltext::{SearchLimits, Searcher},
     graphql::pagination::{KeyValue, Keyset, KeysetConnection, PageRequest, paginate},
     jobs::Jobs,
 };
@@ -24,6 +26,22 @@ pub struct DocsService {
     settings: Arc<Settings>,
     syncer: Syncer,
     jobs: Option<Jobs>,
+    searcher: Searcher,
+}
+
+/// One document found by [`DocsService::search`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub platform: String,
+    pub remote_id: String,
+    pub title: String,
+    pub local_path: String,
+    pub kind: String,
+    pub url: Option<String>,
+    /// Higher is better.
+    pub rank: f64,
+    /// The text around the match, HTML-escaped, matches in `<mark>`.
+    pub snippet: String,
 }
 
 /// One entry of a folder of the mirror ([`browse::entries`]).
@@ -78,11 +96,47 @@ impl DocsService {
     /// The service; `jobs` is `None` in the CLI (no runner: syncs run in
     /// the foreground there).
     pub fn new(settings: Arc<Settings>, syncer: Syncer, jobs: Option<Jobs>) -> Self {
+        let searcher = Searcher::new(syncer.db().clone(), SearchLimits::default());
         DocsService {
             settings,
             syncer,
             jobs,
+            searcher,
         }
+    }
+
+    /// The live documents best matching `query`, `limit` of them after the
+    /// first `offset`, best first.
+    pub async fn search(&self, query: &str, limit: u64, offset: u64) -> AppResult<Vec<Hit>> {
+        if query.trim().is_empty() || query.len() > 500 {
+            return Err(AppError::bad_input(
+                "query",
+                "query must be 1–500 characters",
+            ));
+        }
+        let Some(statement) = search::statement(self.searcher.backend(), query, limit, offset)
+        else {
+            return Ok(Vec::new());
+        };
+        self.searcher
+            .run(statement)
+            .await?
+            .iter()
+            .map(|row| {
+                let text = |column: &str| row.try_get::<String>("", column);
+                Ok(Hit {
+                    platform: text("platform")?,
+                    remote_id: text("remote_id")?,
+                    title: text("title")?,
+                    local_path: text("local_path")?,
+                    kind: text("kind")?,
+                    url: row.try_get::<Option<String>>("", "url")?,
+                    rank: row.try_get::<f64>("", "rank")?,
+                    snippet: search::highlight(&text("snippet")?),
+                })
+            })
+            .collect::<Result<_, sea_orm::DbErr>>()
+            .map_err(AppError::from)
     }
 
     pub fn settings(&self) -> &Settings {

@@ -40,7 +40,7 @@ pub struct MappedItem {
     pub pub_date: DateTime<Utc>,
     /// The entry had no readable date: `pub_date` is its arrival time.
     pub undated: bool,
-    /// What search indexes ([`super::search::indexable`]): the title, and
+    /// What search indexes ([`crate::fulltext::indexable`]): the title, and
     /// the content's text without its markup.
     pub search_title: String,
     pub search_body: String,
@@ -181,8 +181,8 @@ pub fn map_entry(entry: &RawEntry, feed_link: Option<&Url>, now: DateTime<Utc>) 
         guid,
         content_html,
         link,
-        search_title: super::search::indexable(&title),
-        search_body: super::search::indexable(&super::text::plain_text(&content)),
+        search_title: crate::fulltext::indexable(&title),
+        search_body: crate::fulltext::indexable(&super::text::plain_text(&content)),
         title,
         content,
         pub_date,

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
-use super::{pull::PullSettings, search::SearchLimits};
+use super::pull::PullSettings;
 use crate::{
     config::ConfigError,
+    fulltext::SearchLimits,
     httpc::{Destination, HttpSettings, guard::AddressPolicy},
 };
 

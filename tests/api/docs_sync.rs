@@ -28,6 +28,7 @@ const PROGRESS: &str =
     "subscription { docsSyncProgress { platform phase done total requests waits errors failed } }";
 const TREE: &str = "query($p: DocsPlatform!, $path: String) { docTree(platform: $p, path: $path) { path folder id title kind status } }";
 const DOC: &str = "query($id: String, $path: String) { doc(id: $id, path: $path) { id platform kind title url path status parent markdown properties { name value } backlinks { id path } degradations { kind } } }";
+const SEARCH: &str = "query($q: String!) { searchDocs(query: $q) { edges { node { id title path kind snippet rank } } } }";
 const RUNS: &str = "{ docSyncRuns(first: 10) { totalCount edges { node { id platform mode reason status stats changes { added updated moved trashed } error } } } }";
 const DOCTOR: &str = "{ docsDoctor { ok configured checks { code status message } } }";
 
@@ -39,7 +40,7 @@ async fn notion() -> Setup {
         (
             CHILD.to_owned(),
             (
-                "# Child\n\nUp to [Root](https://www.notion.so/Root-11111111111111111111111111111111).\n"
+                "# Child\n\nUp to [Root](https://www.notion.so/Root-11111111111111111111111111111111).\n\n设计文档 <b>bold</b> & more.\n"
                     .to_owned(),
                 false,
                 vec![],
@@ -270,6 +271,66 @@ async fn a_sync_mirrors_notion_with_live_progress_and_views_that_agree_with_the_
             .contains(&json!({"name": "Points", "value": "3"})),
         "{row}"
     );
+    // Full-text search: titles, bodies, properties, CJK; snippets escaped
+    // and marked.
+    let search = |query: &'static str| {
+        let app = &app;
+        let token = member.access.clone();
+        async move {
+            app.gql(SEARCH, json!({"q": query}))
+                .bearer(&token)
+                .send()
+                .await
+                .data()["searchDocs"]
+                .clone()
+        }
+    };
+    let found = search("top").await;
+    assert_eq!(found["edges"][0]["node"]["id"], ROOT, "{found}");
+    assert_eq!(found["edges"][0]["node"]["path"], "notion/Root/README.md");
+    assert!(
+        found["edges"][0]["node"]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("<mark>top</mark>"),
+        "{found}"
+    );
+    let cjk = search("文档").await;
+    let hit = &cjk["edges"][0]["node"];
+    assert_eq!(hit["id"], CHILD, "{cjk}");
+    let snippet = hit["snippet"].as_str().unwrap();
+    assert!(snippet.contains("设计<mark>文档</mark>"), "{snippet}");
+    // Nothing of the document's markup gets through unescaped.
+    let unmarked = snippet.replace("<mark>", "").replace("</mark>", "");
+    assert!(
+        !unmarked.contains('<') && unmarked.contains("&amp; more"),
+        "{snippet}"
+    );
+    // A row's property, and its database's table that shows it.
+    let property = search("points").await;
+    let mut ids: Vec<&str> = property["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|edge| edge["node"]["id"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, [SOURCE, ROW], "{property}");
+    assert_eq!(search("zzzunmatched").await["edges"], json!([]));
+    // "root": Root's title (first: titles weigh more), Child's link.
+    const PAGE: &str = "query($a: String) { searchDocs(query: \"root\", first: 1, after: $a) { pageInfo { hasNextPage endCursor } edges { node { id } } } }";
+    let first = app.gql(PAGE, json!({})).bearer(&member.access).send().await;
+    let first = &first.data()["searchDocs"];
+    assert_eq!(first["edges"], json!([{"node": {"id": ROOT}}]));
+    assert_eq!(first["pageInfo"]["hasNextPage"], true);
+    let second = app
+        .gql(PAGE, json!({"a": first["pageInfo"]["endCursor"]}))
+        .bearer(&member.access)
+        .send()
+        .await;
+    let second = &second.data()["searchDocs"];
+    assert_eq!(second["edges"], json!([{"node": {"id": CHILD}}]));
+    assert_eq!(second["pageInfo"]["hasNextPage"], false);
     let missing = app
         .gql(DOC, json!({"id": "nothing-here"}))
         .bearer(&member.access)

@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use entity::{docs_alias, docs_asset, docs_document, docs_link, docs_sync_run};
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
+    QueryFilter, QueryOrder, QuerySelect, Statement,
 };
 
 use crate::docs::adapter::{DocLink, Platform};
@@ -199,6 +199,33 @@ pub async fn upsert_asset(db: &DatabaseConnection, row: docs_asset::Model) -> Re
         )
         .exec_without_returning(db)
         .await?;
+    Ok(())
+}
+
+/// Stores a written document's searchable text (`docs_search`, which the
+/// full-text index follows): its title and `body` as
+/// [`crate::docs::search::indexed_body`] made it.
+pub async fn index_text(
+    db: &DatabaseConnection,
+    platform: Platform,
+    remote_id: &str,
+    title: &str,
+    body: &str,
+) -> Result<(), DbErr> {
+    db.execute_raw(Statement::from_sql_and_values(
+        db.get_database_backend(),
+        "INSERT INTO docs_search (platform, remote_id, search_title, search_body) \
+         VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (platform, remote_id) DO UPDATE \
+         SET search_title = excluded.search_title, search_body = excluded.search_body",
+        [
+            platform.as_str().into(),
+            remote_id.into(),
+            crate::fulltext::indexable(title).into(),
+            body.into(),
+        ],
+    ))
+    .await?;
     Ok(())
 }
 

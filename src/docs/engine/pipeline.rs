@@ -15,6 +15,7 @@ use crate::docs::assets::{self, ExtensionHints};
 use crate::docs::frontmatter::{self, Frontmatter};
 use crate::docs::markers::DegradationCounts;
 use crate::docs::mode::{self, ModeDecision, ModeInputs, PastRun, SyncMode};
+use crate::docs::search;
 
 use super::lifecycle::{self, TRASH_DIR};
 use super::links::{self, ResolvedLink};
@@ -465,17 +466,26 @@ impl Run<'_, '_> {
                 )
                 .await;
         }
-        let header = header_of(
-            self.platform,
-            node,
-            properties.map(|p| p.values).unwrap_or_default(),
-        );
+        let values = properties.map(|p| p.values).unwrap_or_default();
+        let searched: Vec<(String, String)> = values
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        let header = header_of(self.platform, node, values);
         let text = frontmatter::document(&header, &body);
         if super::fsio::write_if_changed(&target, text.as_bytes())
             .map_err(EngineError::io(&target))?
         {
             self.stats.documents_written += 1;
         }
+        manifest::index_text(
+            db,
+            self.platform,
+            &node.id,
+            &node.title,
+            &search::indexed_body(&body, &searched),
+        )
+        .await?;
         self.upsert(
             node,
             placement,
@@ -609,6 +619,14 @@ impl Run<'_, '_> {
         if wrote {
             self.stats.documents_written += 1;
         }
+        manifest::index_text(
+            self.engine.db,
+            self.platform,
+            &node.id,
+            &node.title,
+            &search::indexed_body(&body, &[]),
+        )
+        .await?;
         self.upsert(node, placement, Some(content_hash), ACTIVE, prior, wrote)
             .await
     }

@@ -113,10 +113,7 @@ impl FeedsQuery {
             return Err(AppError::bad_input("query", "query must be 1–500 characters").into());
         }
         let limit = first.clamp(1, 200) as u64;
-        let items = service
-            .searcher()
-            .ranked_items(viewer.user_id, &query, limit)
-            .await?;
+        let items = service.ranked_items(viewer.user_id, &query, limit).await?;
         let matched_feeds = service
             .matching_feeds(viewer.user_id, &query, limit)
             .await?;

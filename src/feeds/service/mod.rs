@@ -20,12 +20,12 @@ use super::{
     FEED_CHANGED, REFRESH_INTERVALS, names,
     opml::{self, ExportFeed, ExportGroup, OpmlFeed},
     sanitize::sanitize_html,
-    search::{SearchLimits, Searcher},
-    store,
+    search, store,
 };
 use crate::{
     db::{Owned, owned},
     error::{AppError, AppResult},
+    fulltext::{SearchLimits, Searcher},
     jobs::outbox::{self, NewEvent},
 };
 
@@ -124,9 +124,15 @@ impl FeedsService {
         }
     }
 
-    /// The ranked search, bounded per [`SearchLimits`].
-    pub fn searcher(&self) -> &Searcher {
-        &self.searcher
+    /// The user's best `limit` items for `query`, bounded per
+    /// [`SearchLimits`].
+    pub async fn ranked_items(
+        &self,
+        user: Uuid,
+        query: &str,
+        limit: u64,
+    ) -> AppResult<Vec<entity::item::Model>> {
+        search::ranked_items(&self.searcher, user, query, limit).await
     }
 
     pub fn db(&self) -> &DatabaseConnection {
