@@ -32,12 +32,13 @@
 //! `TRELLIS_NOTION_*`, `TRELLIS_FEISHU_*` and `TRELLIS_DOCS_*` knob), its
 //! [`service`], its task and schedule, and its GraphQL ([`graphql`]).
 //!
-//! [`notion`] is the Notion adapter, paced by [`ratelimit`]; [`search`]
-//! is the full-text search over the mirrored text (`searchDocs`).
+//! [`notion`] is the Notion adapter and [`feishu`] the Feishu adapter (its
+//! docx blocks rendered to Markdown by [`feishu::blocks`]), both paced by
+//! [`ratelimit`]; [`search`] is the full-text search over the mirrored
+//! text (`searchDocs`).
 //!
-//! Not built yet: the Feishu adapter, `updateDocsSettings`.
-//! `docs/docs-mirror.md` describes the formats, the engine, the API and
-//! the CLI as built.
+//! Not built yet: `updateDocsSettings`. `docs/docs-mirror.md` describes
+//! the formats, the engine, the API and the CLI as built.
 
 pub mod adapter;
 pub mod assets;
@@ -46,6 +47,7 @@ pub mod cli;
 pub mod doctor;
 mod domain;
 pub mod engine;
+pub mod feishu;
 pub mod frontmatter;
 pub mod graphql;
 pub mod markers;
