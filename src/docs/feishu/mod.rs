@@ -170,6 +170,12 @@ enum Endpoint {
     Media,
 }
 
+/// Downloaded bytes and what the server said they are.
+struct Media {
+    content_type: Option<String>,
+    bytes: Vec<u8>,
+}
+
 /// A successful answer: an envelope's `data`, or downloaded bytes.
 enum Answer {
     Data(Value),
@@ -191,7 +197,7 @@ pub struct FeishuAdapter {
     token: tokio::sync::Mutex<Option<CachedToken>>,
     /// Whiteboard images downloaded during a fetch, by asset key, until the
     /// engine asks for them.
-    board_images: Mutex<HashMap<String, (Option<String>, Vec<u8>)>>,
+    board_images: Mutex<HashMap<String, Media>>,
     stats: FeishuStats,
 }
 
@@ -570,23 +576,19 @@ impl FeishuAdapter {
     }
 
     /// A download from the API origin: its bytes and content type.
-    async fn download(
-        &self,
-        url: &str,
-        id: &str,
-    ) -> Result<(Option<String>, Vec<u8>), AdapterError> {
+    async fn download(&self, url: &str, id: &str) -> Result<Media, AdapterError> {
         match self
             .exchange(Endpoint::Media, Method::GET, url, None, id, true)
             .await?
         {
-            Answer::Bytes(answer) => Ok((
-                answer
+            Answer::Bytes(answer) => Ok(Media {
+                content_type: answer
                     .headers
                     .get(CONTENT_TYPE)
                     .and_then(|value| value.to_str().ok())
                     .map(str::to_owned),
-                answer.body,
-            )),
+                bytes: answer.body,
+            }),
             Answer::Data(_) => Err(AdapterError::Protocol(format!("{id}: no bytes"))),
         }
     }
@@ -1113,7 +1115,10 @@ impl Adapter for FeishuAdapter {
             .lock()
             .ok()
             .and_then(|mut images| images.remove(&asset.remote_key));
-        let (content_type, bytes) = match kept {
+        let Media {
+            content_type,
+            bytes,
+        } = match kept {
             Some(image) => image,
             None => {
                 self.download(&asset.download_url, &asset.remote_key)
