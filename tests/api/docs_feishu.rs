@@ -114,6 +114,8 @@ struct Fake {
     media: HashMap<String, Vec<u8>>,
     /// Items per page of every listing.
     page_size: usize,
+    /// Seconds each token lives (`expire`); 0 for Feishu's 7,200.
+    token_life: u64,
     /// Answers served before the normal one, by path, in order.
     scripted: Mutex<HashMap<String, VecDeque<Canned>>>,
     /// Tokens issued; the valid ones.
@@ -201,7 +203,8 @@ fn answer(
         // The token sits at the top level, not under `data`.
         return json_answer(
             200,
-            json!({"code": 0, "msg": "ok", "tenant_access_token": token, "expire": 7200}),
+            json!({"code": 0, "msg": "ok", "tenant_access_token": token,
+                "expire": if fake.token_life == 0 { 7200 } else { fake.token_life }}),
         );
     }
     let bearer = headers
@@ -805,6 +808,36 @@ async fn an_expired_token_is_renewed_once_and_the_call_sent_again() {
         }
     );
     assert!(!forbidden.is_retryable());
+}
+
+#[tokio::test]
+async fn a_token_about_to_expire_is_renewed_before_it_is_used() {
+    let mut fake = Fake {
+        page_size: 100,
+        token_life: 120,
+        ..Fake::default()
+    };
+    fake.documents
+        .insert("doxcnA".into(), simple_document("doxcnA", "A", "hello"));
+    let setup = serve(fake).await;
+    let adapter = setup.adapter();
+    for _ in 0..2 {
+        let doc = adapter
+            .fetch_markdown(&node("doxcnA", NodeKind::Docx, None))
+            .await
+            .unwrap();
+        assert_eq!(doc.markdown, "# A\n\nhello\n");
+    }
+    // Two minutes left is inside the five-minute margin: a new token before
+    // each call, and no call refused.
+    assert_eq!(adapter.stats().token_fetches(), 2);
+    assert_eq!(
+        setup
+            .fake
+            .seen("/open-apis/docx/v1/documents/doxcnA/blocks")
+            .len(),
+        2
+    );
 }
 
 #[tokio::test]
