@@ -24,43 +24,27 @@ use axum::{
     Router,
     body::Bytes,
     extract::State,
-    http::{HeaderMap, Method, StatusCode, Uri},
+    http::{HeaderMap, Method, Uri},
     response::{IntoResponse, Response},
 };
 use chrono::{DateTime, TimeZone, Utc};
 use migration::{Migrator, MigratorTrait};
 use sea_orm::Database;
 use serde_json::{Value, json};
-use trellis::{
-    docs::{
-        adapter::{Adapter, AdapterError, AssetRef, DegradationKind, NodeKind, RemoteNode},
-        engine::{Clock, Engine, EngineConfig},
-        feishu::{FeishuAdapter, FeishuConfig},
-        ratelimit::Sleeper,
-    },
-    httpc::{Destination, HttpClient, HttpSettings},
+use trellis::docs::{
+    adapter::{Adapter, AdapterError, AssetRef, DegradationKind, NodeKind, RemoteNode},
+    engine::{Clock, Engine, EngineConfig},
+    feishu::{FeishuAdapter, FeishuConfig},
 };
-use url::Url;
 
-use crate::helpers::{Backend, TestDatabase};
+use crate::{
+    docs_fakes::{self, Canned, Served},
+    helpers::{Backend, TestDatabase},
+};
 
 const APP_ID: &str = "cli_a1b2c3";
 const APP_SECRET: &str = "s3cr3t-app-secret";
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR-feishu";
-
-/// A canned answer: status, headers, body.
-#[derive(Clone)]
-struct Canned(u16, Vec<(&'static str, String)>, Vec<u8>);
-
-impl IntoResponse for Canned {
-    fn into_response(self) -> Response {
-        let mut response = (StatusCode::from_u16(self.0).unwrap(), self.2).into_response();
-        for (name, value) in self.1 {
-            response.headers_mut().insert(name, value.parse().unwrap());
-        }
-        response
-    }
-}
 
 fn json_answer(status: u16, body: Value) -> Canned {
     Canned(
@@ -342,37 +326,13 @@ fn answer(
     }
 }
 
-/// Records each wait the adapter asks for, and returns at once.
-#[derive(Default)]
-struct RecordingSleeper(Mutex<Vec<Duration>>);
-
-#[async_trait::async_trait]
-impl Sleeper for RecordingSleeper {
-    async fn sleep(&self, duration: Duration) {
-        self.0.lock().unwrap().push(duration);
-    }
-}
-
-struct Setup {
-    base: Url,
-    fake: Arc<Fake>,
-    sleeper: Arc<RecordingSleeper>,
-}
+type Setup = Served<Fake>;
 
 async fn serve(fake: Fake) -> Setup {
-    let fake = Arc::new(fake);
-    let app = Router::new().fallback(feishu).with_state(fake.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    Setup {
-        base: Url::parse(&format!("http://{addr}/")).unwrap(),
-        fake,
-        sleeper: Arc::default(),
-    }
+    docs_fakes::serve(fake, |fake| Router::new().fallback(feishu).with_state(fake)).await
 }
 
-impl Setup {
+impl Served<Fake> {
     fn config(&self, secret: &str) -> FeishuConfig {
         let mut config =
             FeishuConfig::new(self.base.clone(), APP_ID.into(), secret.to_owned().into());
@@ -385,22 +345,11 @@ impl Setup {
     }
 
     fn adapter_with(&self, config: FeishuConfig) -> FeishuAdapter {
-        let configured = || {
-            HttpClient::new(HttpSettings {
-                destination: Destination::configured(&self.base).unwrap(),
-                ..HttpSettings::default()
-            })
-            .unwrap()
-        };
-        FeishuAdapter::with_clients(config, configured(), configured())
+        FeishuAdapter::with_clients(config, self.client(), self.client())
     }
 
     fn adapter(&self) -> FeishuAdapter {
         self.adapter_with(self.config(APP_SECRET))
-    }
-
-    fn waits(&self) -> Vec<Duration> {
-        self.sleeper.0.lock().unwrap().clone()
     }
 }
 
@@ -1035,7 +984,11 @@ async fn bitables_and_whiteboards_are_fetched_and_degraded_visibly() {
     // engine's download is served from it.
     assert_eq!(doc.assets.len(), 1);
     let board = &doc.assets[0];
-    assert_eq!(board.remote_key, "board:bdImage");
+    assert!(
+        board.remote_key.starts_with("board:bdImage:"),
+        "keyed by the board and its bytes: {}",
+        board.remote_key
+    );
     assert!(body.contains(&format!("![whiteboard]({})", board.download_url)));
     let image_path = "/open-apis/board/v1/whiteboards/bdImage/download_as_image";
     assert_eq!(setup.fake.seen(image_path).len(), 1);

@@ -16,42 +16,27 @@ use axum::{
     Router,
     body::Bytes,
     extract::State,
-    http::{HeaderMap, Method, StatusCode, Uri},
+    http::{HeaderMap, Method, Uri},
     response::{IntoResponse, Response},
 };
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use trellis::{
-    docs::{
-        adapter::{Adapter, AdapterError, DegradationKind, NodeKind, RemoteNode},
-        notion::{NotionAdapter, NotionConfig},
-        ratelimit::Sleeper,
-    },
-    httpc::{Destination, HttpClient, HttpSettings},
+use trellis::docs::{
+    adapter::{Adapter, AdapterError, DegradationKind, NodeKind, RemoteNode},
+    notion::{NotionAdapter, NotionConfig},
 };
-use url::Url;
+
+use crate::docs_fakes::{self, Canned, Served};
 
 pub(crate) const TOKEN: &str = "ntn_good_token";
 
-/// A canned answer: status, headers, body.
-#[derive(Clone)]
-pub(crate) struct Canned(u16, Vec<(&'static str, String)>, String);
-
-impl IntoResponse for Canned {
-    fn into_response(self) -> Response {
-        let mut response = (StatusCode::from_u16(self.0).unwrap(), self.2).into_response();
-        for (name, value) in self.1 {
-            response.headers_mut().insert(name, value.parse().unwrap());
-        }
-        response
-    }
-}
-
-pub(crate) fn error(status: u16, code: &str, message: &str) -> Canned {
+fn error(status: u16, code: &str, message: &str) -> Canned {
     Canned(
         status,
         vec![("content-type", "application/json".into())],
-        json!({"object": "error", "status": status, "code": code, "message": message}).to_string(),
+        json!({"object": "error", "status": status, "code": code, "message": message})
+            .to_string()
+            .into(),
     )
 }
 
@@ -114,7 +99,8 @@ impl Fake {
                 "type": "page_or_data_source",
                 "page_or_data_source": {},
             })
-            .to_string(),
+            .to_string()
+            .into(),
         )
     }
 }
@@ -220,7 +206,8 @@ fn api(fake: &Fake, method: Method, path: &str, headers: &HeaderMap, json_body: 
                     "truncated": truncated,
                     "unknown_block_ids": unknown,
                 })
-                .to_string(),
+                .to_string()
+                .into(),
             ),
             None => error(
                 404,
@@ -234,37 +221,13 @@ fn api(fake: &Fake, method: Method, path: &str, headers: &HeaderMap, json_body: 
     }
 }
 
-/// Records each wait the adapter asks for, and returns at once.
-#[derive(Default)]
-struct RecordingSleeper(Mutex<Vec<Duration>>);
-
-#[async_trait::async_trait]
-impl Sleeper for RecordingSleeper {
-    async fn sleep(&self, duration: Duration) {
-        self.0.lock().unwrap().push(duration);
-    }
-}
-
-pub(crate) struct Setup {
-    pub(crate) base: Url,
-    pub(crate) fake: Arc<Fake>,
-    sleeper: Arc<RecordingSleeper>,
-}
+pub(crate) type Setup = Served<Fake>;
 
 pub(crate) async fn serve(fake: Fake) -> Setup {
-    let fake = Arc::new(fake);
-    let app = Router::new().fallback(notion).with_state(fake.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    Setup {
-        base: Url::parse(&format!("http://{addr}/")).unwrap(),
-        fake,
-        sleeper: Arc::default(),
-    }
+    docs_fakes::serve(fake, |fake| Router::new().fallback(notion).with_state(fake)).await
 }
 
-impl Setup {
+impl Served<Fake> {
     fn adapter_with(&self, token: &str) -> NotionAdapter {
         let mut config = NotionConfig::new(self.base.clone(), token.to_owned().into());
         // Fast pacing so the test does not wait on the real-time gate; the
@@ -272,22 +235,11 @@ impl Setup {
         config.api_qps = 1000.try_into().unwrap();
         config.asset_qps = 1000.try_into().unwrap();
         config.sleeper = self.sleeper.clone();
-        let configured = || {
-            HttpClient::new(HttpSettings {
-                destination: Destination::configured(&self.base).unwrap(),
-                ..HttpSettings::default()
-            })
-            .unwrap()
-        };
-        NotionAdapter::with_clients(config, configured(), configured())
+        NotionAdapter::with_clients(config, self.client(), self.client())
     }
 
     fn adapter(&self) -> NotionAdapter {
         self.adapter_with(TOKEN)
-    }
-
-    fn waits(&self) -> Vec<Duration> {
-        self.sleeper.0.lock().unwrap().clone()
     }
 }
 
@@ -749,7 +701,7 @@ async fn signed_files_are_downloaded_at_once_and_an_expired_one_is_a_typed_error
     // The file URLs name the fake's port: the body is scripted once it is known.
     setup.fake.script(
         &format!("/v1/pages/{ROOT}/markdown"),
-        vec![Canned(200, vec![], json!({"object": "page_markdown", "id": ROOT, "markdown": markdown, "truncated": false, "unknown_block_ids": []}).to_string())],
+        vec![Canned(200, vec![], json!({"object": "page_markdown", "id": ROOT, "markdown": markdown, "truncated": false, "unknown_block_ids": []}).to_string().into())],
     );
     let adapter = setup.adapter();
     let doc = adapter

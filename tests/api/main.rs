@@ -9,6 +9,7 @@ mod corpus;
 mod crash;
 mod dashboard;
 mod docs_engine;
+mod docs_fakes;
 mod docs_feishu;
 mod docs_notion;
 mod docs_settings;

@@ -71,7 +71,10 @@ use super::{
     markers,
     ratelimit::{self, FEISHU_QPS, Pacer, Sleeper, TokioSleeper},
 };
-use crate::httpc::{Destination, Fetched, HttpClient, HttpSettings, retry::RetryPolicy};
+use crate::{
+    digest::sha256_hex_bytes,
+    httpc::{Destination, Fetched, HttpClient, HttpSettings, retry::RetryPolicy},
+};
 
 /// The default API origin (`TRELLIS_FEISHU_API_URL`).
 pub const DEFAULT_API_URL: &str = "https://open.feishu.cn";
@@ -807,9 +810,12 @@ impl FeishuAdapter {
         match self.bitable_table(app_token, table_id).await {
             Ok(bitable) => Ok(bitable),
             Err(AdapterError::Unauthorized) => Err(AdapterError::Unauthorized),
-            Err(error) => Ok(Bitable::Failed {
-                reason: error.to_string(),
-            }),
+            Err(error) => {
+                tracing::info!(app_token, table_id, %error, "feishu bitable unavailable; degraded to its link");
+                Ok(Bitable::Failed {
+                    reason: error.to_string(),
+                })
+            }
         }
     }
 
@@ -882,9 +888,12 @@ impl FeishuAdapter {
             &format!("board/v1/whiteboards/{}/download_as_image", segment(token)),
             &[],
         )?;
-        let remote_key = format!("board:{token}");
         match self.download(&url, token).await {
             Ok(image) => {
+                // Keyed by its bytes too: an edited board is a new asset
+                // (the engine never downloads a key it already has).
+                let digest = sha256_hex_bytes(&image.bytes);
+                let remote_key = format!("board:{token}:{}", &digest[..16]);
                 if let Ok(mut images) = self.board_images.lock() {
                     images.insert(remote_key.clone(), image);
                 }
@@ -934,6 +943,12 @@ impl FeishuAdapter {
         node: &RemoteNode,
         blocks: &[Value],
     ) -> Result<FetchedDoc, AdapterError> {
+        // Only this document's whiteboard images wait for the engine: it
+        // downloads a document's assets right after its fetch, and an image
+        // dropped here is downloaded again if it still asks.
+        if let Ok(mut images) = self.board_images.lock() {
+            images.clear();
+        }
         let mut extras = Extras::default();
         for live in blocks::live_blocks(blocks) {
             match live {
