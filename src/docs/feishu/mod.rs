@@ -70,6 +70,7 @@ use super::{
     },
     markers,
     ratelimit::{self, FEISHU_QPS, Pacer, Sleeper, TokioSleeper},
+    settings::Settings,
 };
 use crate::{
     digest::sha256_hex_bytes,
@@ -139,6 +140,29 @@ impl FeishuConfig {
             retry: ratelimit::docs_retry_policy(),
             sleeper: Arc::new(TokioSleeper),
         }
+    }
+
+    /// The configuration the settings describe (`TRELLIS_FEISHU_*`,
+    /// `TRELLIS_DOCS_BITABLE_INLINE_MAX_ROWS`); `None` when Feishu has no
+    /// credentials (the platform is skipped, not failed).
+    pub fn from_settings(settings: &Settings) -> Option<Self> {
+        if !settings.feishu_configured() {
+            return None;
+        }
+        let app_id = settings.feishu_app_id.as_deref()?.trim().to_owned();
+        let secret = settings.feishu_app_secret.as_ref()?;
+        let mut config = Self::new(
+            settings.feishu_api_url.clone(),
+            app_id,
+            SecretString::from(secret.expose().to_owned()),
+        );
+        config.wiki_spaces = settings.wiki_spaces();
+        config.drive_folders = settings.drive_folders();
+        config.bitable_inline_max_rows = settings.docs_bitable_inline_max_rows;
+        let qps = NonZeroU32::new(settings.feishu_qps).unwrap_or(FEISHU_QPS);
+        config.api_qps = qps;
+        config.asset_qps = qps;
+        Some(config)
     }
 }
 
@@ -1207,6 +1231,56 @@ mod tests {
         assert_eq!(pages.next(true, Some(String::new()), "t", &stats), None);
         assert_eq!(pages.next(false, Some("c".into()), "t", &stats), None);
         assert_eq!(stats.repeated_page_tokens(), 1);
+    }
+
+    #[test]
+    fn the_settings_make_the_configuration() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            docs: Settings,
+        }
+        let parse = |args: &[&str]| {
+            <Cli as clap::Parser>::try_parse_from(
+                std::iter::once("trellis").chain(args.iter().copied()),
+            )
+            .unwrap()
+            .docs
+        };
+        assert!(FeishuConfig::from_settings(&parse(&["--feishu-app-id", "cli_a"])).is_none());
+        let config = FeishuConfig::from_settings(&parse(&[
+            "--feishu-app-id",
+            " cli_a ",
+            "--feishu-app-secret",
+            "s3cret",
+            "--feishu-api-url",
+            "http://127.0.0.1:9/",
+            "--feishu-wiki-spaces",
+            "7001,7002",
+            "--feishu-drive-folders",
+            "fldA",
+            "--feishu-qps",
+            "2",
+            "--docs-bitable-inline-max-rows",
+            "50",
+        ]))
+        .unwrap();
+        assert_eq!(config.app_id, "cli_a");
+        assert_eq!(config.app_secret.expose_secret(), "s3cret");
+        assert_eq!(config.api_url.as_str(), "http://127.0.0.1:9/");
+        assert_eq!(config.wiki_spaces, Some(vec!["7001".into(), "7002".into()]));
+        assert_eq!(config.drive_folders, ["fldA"]);
+        assert_eq!(config.bitable_inline_max_rows, 50);
+        assert_eq!((config.api_qps.get(), config.asset_qps.get()), (2, 2));
+        let all = FeishuConfig::from_settings(&parse(&[
+            "--feishu-app-id",
+            "cli_a",
+            "--feishu-app-secret",
+            "s",
+        ]))
+        .unwrap();
+        assert_eq!(all.wiki_spaces, None, "every space by default");
+        assert!(FeishuAdapter::new(all).is_ok());
     }
 
     #[test]
