@@ -22,8 +22,9 @@
 //! 33 view (transparent: their children are rendered in place), 26 iframe
 //! (its decoded URL), 27 image (an asset keyed by its token), 29 mind note
 //! and 30 sheet (degraded to their link), 31 table with its 32 cells, 34
-//! quote container, 43 whiteboard. Any other type (16 is absent from the
-//! documented enum; 20 chat card, 21 diagram, 28 widget, 35–42, 44+, 999
+//! quote container, 43 whiteboard. Any other type (16, which some SDKs
+//! call an equation block but the documented list skips — equations come as
+//! text runs; 20 chat card, 21 diagram, 28 widget, 35–42, 44+, 999
 //! "unsupported") follows the degradation contract: its verbatim tag (type,
 //! id and its data as JSON), the document's link and a marker.
 //!
