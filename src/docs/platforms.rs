@@ -6,6 +6,7 @@ use std::num::NonZeroU32;
 use secrecy::SecretString;
 
 use super::adapter::{Adapter, Platform};
+use super::feishu::{FeishuAdapter, FeishuConfig};
 use super::notion::{NotionAdapter, NotionConfig};
 use super::settings::Settings;
 
@@ -21,10 +22,9 @@ pub enum Configured {
 pub fn adapter(settings: &Settings, platform: Platform) -> anyhow::Result<Configured> {
     match platform {
         Platform::Notion => notion(settings),
-        Platform::Feishu => Ok(if settings.feishu_configured() {
-            Configured::Skipped("the Feishu adapter is not built yet")
-        } else {
-            Configured::Skipped("not configured")
+        Platform::Feishu => Ok(match FeishuConfig::from_settings(settings) {
+            Some(config) => Configured::Ready(Box::new(FeishuAdapter::new(config)?)),
+            None => Configured::Skipped("not configured"),
         }),
     }
 }

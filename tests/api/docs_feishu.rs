@@ -39,7 +39,7 @@ use trellis::docs::{
 
 use crate::{
     docs_fakes::{self, Canned, Served},
-    helpers::{Backend, TestDatabase},
+    helpers::{Backend, TestDatabase, trellis_command},
 };
 
 const APP_ID: &str = "cli_a1b2c3";
@@ -1036,8 +1036,9 @@ fn files_under(root: &Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
-#[tokio::test]
-async fn a_full_engine_run_mirrors_the_wiki_to_disk() {
+/// One space: Design (an image, a mention of API through its wiki token)
+/// with API under it, and the Budget sheet.
+fn design_wiki() -> Fake {
     let mut fake = wiki();
     fake.page_size = 100;
     fake.repeating = None;
@@ -1061,7 +1062,12 @@ async fn a_full_engine_run_mirrors_the_wiki_to_disk() {
         simple_document("doxcnApi", "API", "Endpoints."),
     );
     fake.media.insert("boxcnArch".into(), PNG.to_vec());
-    let setup = serve(fake).await;
+    fake
+}
+
+#[tokio::test]
+async fn a_full_engine_run_mirrors_the_wiki_to_disk() {
+    let setup = serve(design_wiki()).await;
     let adapter = setup.adapter();
 
     let dir = tempfile::tempdir().unwrap();
@@ -1120,4 +1126,69 @@ async fn a_full_engine_run_mirrors_the_wiki_to_disk() {
     let again = engine.sync_platform(&adapter, false).await.unwrap();
     assert_eq!(again.stats.documents_written, 0, "{:?}", again.stats);
     assert_eq!(files_under(&config.mirror_root), files);
+}
+
+/// The real binary with Feishu configured: the doctor's Feishu checks
+/// pass, `trellis docs sync --platform feishu` mirrors the wiki, and
+/// `resolve` finds a document by its wiki token (an alias).
+#[tokio::test]
+async fn the_cli_syncs_feishu_and_its_doctor_checks_pass() {
+    let setup = serve(design_wiki()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let database = TestDatabase::create(Backend::Sqlite, dir.path()).await;
+    let run = |args: &'static [&'static str]| {
+        let mut command = trellis_command(dir.path(), &database.url);
+        command
+            .env("TRELLIS_FEISHU_APP_ID", APP_ID)
+            .env("TRELLIS_FEISHU_APP_SECRET", APP_SECRET)
+            .env("TRELLIS_FEISHU_API_URL", setup.base.as_str())
+            .env("TRELLIS_FEISHU_QPS", "1000")
+            .arg("docs")
+            .args(args);
+        async move {
+            let output = command.output().await.unwrap();
+            (
+                output.status.code().unwrap(),
+                String::from_utf8(output.stdout).unwrap(),
+                String::from_utf8(output.stderr).unwrap(),
+            )
+        }
+    };
+    let (code, stdout, stderr) = run(&["doctor", "--json"]).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let feishu: Vec<(&str, &str)> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|check| check["code"].as_str().unwrap().starts_with('F'))
+        .map(|check| {
+            (
+                check["code"].as_str().unwrap(),
+                check["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        feishu,
+        [
+            ("F1", "ok"),
+            ("F2", "ok"),
+            ("F3", "ok"),
+            ("F4", "ok"),
+            ("F5", "ok")
+        ],
+        "{stdout}"
+    );
+    assert!(!stdout.contains(APP_SECRET) && !stderr.contains(APP_SECRET));
+
+    let (code, stdout, stderr) = run(&["sync", "--platform", "feishu"]).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.starts_with("feishu: full run"), "{stdout}");
+    assert!(!stdout.contains(APP_SECRET) && !stderr.contains(APP_SECRET));
+    let api = dir.path().join("mirror/feishu/Engineering/Design/API.md");
+    assert!(api.is_file());
+    let (code, stdout, _) = run(&["resolve", "wikcnApi"]).await;
+    assert_eq!(code, 0);
+    assert_eq!(stdout.trim_end(), api.display().to_string());
 }

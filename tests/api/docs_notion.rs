@@ -178,7 +178,8 @@ fn api(fake: &Fake, method: Method, path: &str, headers: &HeaderMap, json_body: 
             vec![("content-type", "application/json".into())],
             json!({"object": "user", "id": "99999999-9999-9999-9999-999999999999",
                    "type": "bot", "name": "Trellis", "bot": {"owner": {"type": "workspace", "workspace": true}}})
-            .to_string(),
+            .to_string()
+            .into_bytes(),
         ),
         (Method::POST, ["v1", "search"]) => {
             assert_eq!(

@@ -66,7 +66,7 @@ use self::{
 use super::{
     adapter::{
         Adapter, AdapterError, AssetRef, Degradation, DegradationKind, DownloadedAsset, FetchedDoc,
-        NodeKind, Platform, RemoteNode,
+        NodeKind, Platform, Probe, RemoteNode, Traffic,
     },
     markers,
     ratelimit::{self, FEISHU_QPS, Pacer, Sleeper, TokioSleeper},
@@ -1065,6 +1065,90 @@ fn placeholder(node: &RemoteNode, label: &str, kind: DegradationKind) -> Fetched
 impl Adapter for FeishuAdapter {
     fn platform(&self) -> Platform {
         Platform::Feishu
+    }
+
+    fn traffic(&self) -> Traffic {
+        let (api, media) = (self.api_pacer.stats(), self.media_pacer.stats());
+        Traffic {
+            requests: api.requests() + media.requests(),
+            waits: api.retries() + media.retries(),
+        }
+    }
+
+    /// `F2` a tenant token is obtained; `F3` the wiki can be read (one page
+    /// of spaces, or the first configured space); `F4` the first configured
+    /// drive folder can be listed; `F5` every answer had Feishu's `{code,
+    /// msg, data}` envelope.
+    async fn probes(&self) -> Vec<Probe> {
+        let mut probes = Vec::new();
+        match self.token().await {
+            Ok(_) => probes.push(Probe::pass("F2", "Feishu issued a tenant access token")),
+            Err(AdapterError::Unauthorized) => {
+                probes.push(Probe::fail(
+                    "F2",
+                    "Feishu refused the app id and secret (TRELLIS_FEISHU_APP_ID, TRELLIS_FEISHU_APP_SECRET)",
+                ));
+                return probes;
+            }
+            Err(error) => {
+                probes.push(Probe::fail(
+                    "F2",
+                    format!("no tenant access token: {error}"),
+                ));
+                return probes;
+            }
+        }
+        let wiki = match self.wiki_spaces.as_deref() {
+            None => self
+                .call::<api::SpacePage>(
+                    Method::GET,
+                    "wiki/v2/spaces",
+                    &[("page_size", "1")],
+                    None,
+                    "wiki spaces",
+                )
+                .await
+                .map(drop),
+            Some([first, ..]) => self.space(first).await.map(drop),
+            Some([]) => Ok(()),
+        };
+        let drive = match self.drive_folders.first() {
+            Some(folder) => self
+                .call::<api::FilePage>(
+                    Method::GET,
+                    "drive/v1/files",
+                    &[("folder_token", folder.as_str()), ("page_size", "1")],
+                    None,
+                    folder,
+                )
+                .await
+                .map(drop),
+            None => Ok(()),
+        };
+        let scope = |code: &str, what: &str, answer: &Result<(), AdapterError>| match answer {
+            Ok(()) => Probe::pass(code, format!("the {what} can be read")),
+            Err(AdapterError::Forbidden { id }) => Probe::fail(
+                code,
+                format!(
+                    "the app may not read {id}: grant the {what} scope, and share it with the app"
+                ),
+            ),
+            Err(error) => Probe::fail(code, format!("the {what}: {error}")),
+        };
+        probes.push(scope("F3", "wiki", &wiki));
+        probes.push(match (self.drive_folders.is_empty(), &drive) {
+            (true, _) => Probe::pass("F4", "no drive folder is configured"),
+            (false, answer) => scope("F4", "drive folder", answer),
+        });
+        let shapeless = [&wiki, &drive].into_iter().find_map(|answer| match answer {
+            Err(AdapterError::Protocol(error)) => Some(error.clone()),
+            _ => None,
+        });
+        probes.push(match shapeless {
+            None => Probe::pass("F5", "answers have the {code, msg, data} envelope"),
+            Some(error) => Probe::fail("F5", format!("an answer had another shape: {error}")),
+        });
+        probes
     }
 
     async fn enumerate(&self) -> Result<Vec<RemoteNode>, AdapterError> {
