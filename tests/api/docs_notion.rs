@@ -62,6 +62,10 @@ pub(crate) struct Fake {
     /// Answers served before the normal one, by path, in order.
     pub(crate) scripted: Mutex<HashMap<String, VecDeque<Canned>>>,
     pub(crate) seen: Mutex<Vec<Seen>>,
+    /// A path whose requests never get an answer (a sync stuck there, to
+    /// be killed); `held` is told when one arrives.
+    pub(crate) hold: Option<String>,
+    pub(crate) held: tokio::sync::Notify,
 }
 
 impl Fake {
@@ -119,6 +123,10 @@ async fn notion(
         path: path.clone(),
         body: json_body.clone(),
     });
+    if fake.hold.as_deref() == Some(path.as_str()) {
+        fake.held.notify_one();
+        return std::future::pending().await;
+    }
     if let Some(file) = path.strip_prefix("/files/") {
         let signed = uri.query().is_some_and(|q| q.contains("X-Amz-Signature"));
         return match fake.files.get(file) {

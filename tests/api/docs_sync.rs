@@ -21,6 +21,7 @@ use crate::{
 on_both_backends!(
     a_sync_mirrors_notion_with_live_progress_and_views_that_agree_with_the_files,
     the_cli_syncs_reports_resolves_and_exits_as_documented,
+    a_sync_killed_mid_run_leaves_whole_files_and_the_next_run_completes,
 );
 
 const SYNC: &str = "mutation($p: DocsPlatform, $f: Boolean) { syncDocs(platform: $p, full: $f) { id kind queue status } }";
@@ -35,6 +36,10 @@ const DOCTOR: &str = "{ docsDoctor { ok configured checks { code status message 
 /// The fake workspace: Root (with Child and the Tasks database, whose one
 /// row is Row), each page with a body; Child links to Root.
 async fn notion() -> Setup {
+    serve(workspace_fake()).await
+}
+
+fn workspace_fake() -> Fake {
     let markdown = HashMap::from([
         (ROOT.to_owned(), ("# Root\n\nThe top.\n".to_owned(), false, vec![])),
         (
@@ -56,14 +61,13 @@ async fn notion() -> Setup {
             "Points": {"id": "p", "type": "number", "number": 3},
         },
     })];
-    serve(Fake {
+    Fake {
         objects: workspace(),
         markdown,
         rows: HashMap::from([(SOURCE.to_owned(), rows)]),
         page_size: 2,
         ..Fake::default()
-    })
-    .await
+    }
 }
 
 fn configured(setup: &Setup) -> Vec<(&'static str, String)> {
@@ -513,4 +517,119 @@ async fn the_cli_syncs_reports_resolves_and_exits_as_documented(backend: Backend
     let (code, stdout, _) = docs(dir.path(), &database, &refused, &["doctor"]).await;
     assert_eq!(code, 1);
     assert!(stdout.contains("N2 FAIL"), "{stdout}");
+}
+
+/// The same workspace, every page edited since (a later edit time, a new
+/// last line in each body).
+fn edited_fake() -> Fake {
+    let mut fake = workspace_fake();
+    for object in &mut fake.objects {
+        object["last_edited_time"] = json!("2026-12-02T08:00:00.000Z");
+    }
+    for (markdown, _, _) in fake.markdown.values_mut() {
+        markdown.push_str("\nEdited.\n");
+    }
+    fake
+}
+
+/// Every Markdown file of the mirror: path → text.
+fn markdown_files(root: &std::path::Path) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                let name = path.strip_prefix(root).unwrap().display().to_string();
+                found.push((name, std::fs::read_to_string(&path).unwrap_or_default()));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A `trellis docs sync --full` SIGKILLed while it waits on Row (after it
+/// wrote Root and Child anew): every file is whole — old or new, no
+/// temporary file left — and the next run closes the killed run as
+/// `interrupted` and completes.
+async fn a_sync_killed_mid_run_leaves_whole_files_and_the_next_run_completes(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let database = TestDatabase::create(backend, dir.path()).await;
+    let env_for = |setup: &Setup| configured(setup);
+    let first = notion().await;
+    let (code, stdout, stderr) = docs(dir.path(), &database, &env_for(&first), &["sync"]).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+
+    let mut held = edited_fake();
+    held.hold = Some(format!("/v1/pages/{ROW}/markdown"));
+    let held = serve(held).await;
+    let mut command = trellis_command(dir.path(), &database.url);
+    for (key, value) in env_for(&held) {
+        command.env(key, value);
+    }
+    let mut child = command
+        .args(["docs", "sync", "--full"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        held.fake.held.notified(),
+    )
+    .await
+    .expect("the sync reaches Row");
+    child.kill().await.unwrap();
+
+    let mirror = dir.path().join("mirror");
+    let files = markdown_files(&mirror);
+    assert!(
+        files.iter().all(|(path, _)| !path.ends_with(".tmp")),
+        "{files:?}"
+    );
+    let text = |path: &str| {
+        files
+            .iter()
+            .find(|(name, _)| name == path)
+            .map(|(_, text)| text.clone())
+            .unwrap_or_else(|| panic!("{path} in {files:?}"))
+    };
+    for path in ["notion/Root/README.md", "notion/Root/Child.md"] {
+        let new = text(path);
+        assert!(
+            new.starts_with("---\nid: ") && new.ends_with("Edited.\n"),
+            "{path}: {new}"
+        );
+    }
+    let old = text("notion/Root/Tasks/Row.md");
+    assert!(
+        old.starts_with("---\nid: ") && old.ends_with("Row body\n"),
+        "{old}"
+    );
+
+    let resumed = serve(edited_fake()).await;
+    let (code, stdout, stderr) = docs(dir.path(), &database, &env_for(&resumed), &["sync"]).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(text_of(&mirror, "notion/Root/Tasks/Row.md").ends_with("Edited.\n"));
+    let (_, status, _) = docs(dir.path(), &database, &env_for(&resumed), &["status"]).await;
+    assert!(
+        status.contains("last run #3 ") && status.contains(" succeeded at "),
+        "{status}"
+    );
+    let db = sea_orm::Database::connect(&database.url).await.unwrap();
+    use sea_orm::{EntityTrait, QueryOrder};
+    let runs = entity::docs_sync_run::Entity::find()
+        .order_by_asc(entity::docs_sync_run::Column::Id)
+        .all(&db)
+        .await
+        .unwrap();
+    let statuses: Vec<&str> = runs.iter().map(|run| run.status.as_str()).collect();
+    assert_eq!(statuses, ["succeeded", "interrupted", "succeeded"]);
+}
+
+fn text_of(root: &std::path::Path, path: &str) -> String {
+    std::fs::read_to_string(root.join(path)).unwrap()
 }
