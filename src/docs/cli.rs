@@ -19,7 +19,7 @@ use super::engine::Phase;
 use super::service::DocsService;
 use super::settings::Settings;
 use super::sync::{Observer, SyncProgress, SyncRequest, Syncer};
-use crate::{config::Config, db};
+use crate::{auth::keys::ServerSecret, config::Config, db};
 
 /// Not configured: no platform has credentials.
 const NOT_CONFIGURED: u8 = 3;
@@ -78,6 +78,7 @@ pub async fn run(
         Arc::new(settings.clone()),
         Syncer::new(db.clone(), &config.data_dir),
         None,
+        Arc::new(ServerSecret::load(config)?),
     );
     let code = match command {
         DocsCommand::Sync { full, platform } => {
@@ -120,10 +121,8 @@ pub async fn run(
 
 async fn sync(service: &DocsService, request: SyncRequest) -> anyhow::Result<ExitCode> {
     let observer = Stderr::default();
-    let summary = service
-        .syncer()
-        .run(service.settings(), request, &observer)
-        .await?;
+    let settings = service.effective().await.map_err(|e| e.into_anyhow())?;
+    let summary = service.syncer().run(&settings, request, &observer).await?;
     println!("{}", summary.line());
     Ok(if summary.nothing_configured() {
         eprintln!("{HOW_TO_CONFIGURE}");
@@ -136,7 +135,7 @@ async fn sync(service: &DocsService, request: SyncRequest) -> anyhow::Result<Exi
 }
 
 async fn status(service: &DocsService) -> anyhow::Result<ExitCode> {
-    let settings = service.settings();
+    let settings = &service.effective().await.map_err(|e| e.into_anyhow())?;
     if !settings.notion_configured() && !settings.feishu_configured() {
         eprintln!("{HOW_TO_CONFIGURE}");
         return Ok(ExitCode::from(NOT_CONFIGURED));
@@ -182,7 +181,7 @@ async fn status(service: &DocsService) -> anyhow::Result<ExitCode> {
 }
 
 async fn doctor(service: &DocsService, json: bool) -> anyhow::Result<ExitCode> {
-    let report = service.doctor().await;
+    let report = service.doctor().await.map_err(|e| e.into_anyhow())?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -13,6 +13,7 @@ use super::{
     task::{self, SyncTask},
 };
 use crate::{
+    auth::keys::ServerSecret,
     domain::{Domain, Platform, Setup},
     jobs::{Jobs, handler::Registry, runner::Periodic},
 };
@@ -23,12 +24,14 @@ pub fn setup(settings: &Settings, platform: &Platform) -> anyhow::Result<Box<dyn
     Ok(Box::new(DocsSetup {
         settings: Arc::new(settings.clone()),
         syncer: Syncer::new(platform.db.clone(), &platform.data_dir),
+        secret: platform.secret.clone(),
     }))
 }
 
 struct DocsSetup {
     settings: Arc<Settings>,
     syncer: Syncer,
+    secret: Arc<ServerSecret>,
 }
 
 impl Setup for DocsSetup {
@@ -36,7 +39,10 @@ impl Setup for DocsSetup {
         registry.register(Arc::new(SyncTask {
             settings: self.settings.clone(),
             syncer: self.syncer.clone(),
+            secret: self.secret.clone(),
         }));
+        // The schedule follows the environment at start-up (settings
+        // stored over GraphQL apply to each sync, not to the schedule).
         let configured = self.settings.notion_configured() || self.settings.feishu_configured();
         if configured && self.settings.docs_sync_interval > 0 {
             registry.register_periodic(Periodic {
@@ -49,7 +55,7 @@ impl Setup for DocsSetup {
 
     fn build(self: Box<Self>, jobs: &Jobs) -> Arc<dyn Domain> {
         Arc::new(Docs {
-            service: DocsService::new(self.settings, self.syncer, Some(jobs.clone())),
+            service: DocsService::new(self.settings, self.syncer, Some(jobs.clone()), self.secret),
         })
     }
 }

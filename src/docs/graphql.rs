@@ -2,7 +2,7 @@
 //! read the mirror; admins also configure and sync it.
 
 use async_graphql::{
-    Context, Json, Object, SimpleObject, Subscription,
+    Context, InputObject, Json, MaybeUndefined, Object, SimpleObject, Subscription,
     connection::{Connection, CursorType, Edge, OpaqueCursor},
 };
 use chrono::{DateTime, Utc};
@@ -35,7 +35,7 @@ impl DocsQuery {
     /// The docs mirror's configuration (admins only).
     async fn docs_settings(&self, ctx: &Context<'_>) -> async_graphql::Result<DocsSettings> {
         ctx.admin()?;
-        Ok(ctx.service::<DocsService>()?.settings_view())
+        Ok(ctx.service::<DocsService>()?.settings_view().await?)
     }
 
     /// The entries of one folder of a platform's mirror: `path` as an
@@ -143,7 +143,7 @@ impl DocsQuery {
     /// only: it calls the platforms).
     async fn docs_doctor(&self, ctx: &Context<'_>) -> async_graphql::Result<DocsDoctorReport> {
         ctx.admin()?;
-        let report = ctx.service::<DocsService>()?.doctor().await;
+        let report = ctx.service::<DocsService>()?.doctor().await?;
         Ok(DocsDoctorReport::from(report))
     }
 }
@@ -173,6 +173,87 @@ impl DocsMutation {
             .request_sync(viewer.user_id, request)
             .await?;
         Ok(Task::from(&task))
+    }
+
+    /// Changes the docs mirror's settings (admins only); the settings now
+    /// in force, secrets only as "set". An invalid value is
+    /// `BAD_USER_INPUT` naming it, and nothing is stored.
+    async fn update_docs_settings(
+        &self,
+        ctx: &Context<'_>,
+        input: DocsSettingsInput,
+    ) -> async_graphql::Result<DocsSettings> {
+        ctx.admin()?;
+        Ok(ctx
+            .service::<DocsService>()?
+            .update_settings(&input.changes())
+            .await?)
+    }
+}
+
+/// Changes to the docs mirror's settings. A field left out is unchanged;
+/// `null` clears the stored value, so its `TRELLIS_*` variable applies
+/// again; a value is stored (secrets sealed with the server key, never
+/// returned) and applies from the next sync. The schedule
+/// (`syncIntervalSeconds`) is read when the server starts.
+#[derive(InputObject, Default)]
+pub struct DocsSettingsInput {
+    #[graphql(secret)]
+    pub notion_token: MaybeUndefined<String>,
+    pub notion_api_url: MaybeUndefined<String>,
+    pub notion_qps: MaybeUndefined<i32>,
+    pub feishu_app_id: MaybeUndefined<String>,
+    #[graphql(secret)]
+    pub feishu_app_secret: MaybeUndefined<String>,
+    pub feishu_api_url: MaybeUndefined<String>,
+    pub feishu_qps: MaybeUndefined<i32>,
+    /// Comma-separated space ids, or `all`.
+    pub feishu_wiki_spaces: MaybeUndefined<String>,
+    /// Comma-separated folder tokens.
+    pub feishu_drive_folders: MaybeUndefined<String>,
+    pub sync_interval_seconds: MaybeUndefined<i64>,
+    pub reconcile_every_runs: MaybeUndefined<i32>,
+    pub trash_keep_days: MaybeUndefined<i32>,
+    pub bitable_inline_max_rows: MaybeUndefined<i32>,
+}
+
+impl DocsSettingsInput {
+    /// The changes, by stored key.
+    fn changes(self) -> Vec<(&'static str, Option<String>)> {
+        fn text(value: MaybeUndefined<String>) -> Option<Option<String>> {
+            match value {
+                MaybeUndefined::Undefined => None,
+                MaybeUndefined::Null => Some(None),
+                MaybeUndefined::Value(value) => Some(Some(value)),
+            }
+        }
+        fn number<T: ToString>(value: MaybeUndefined<T>) -> Option<Option<String>> {
+            text(value.map_value(|n| n.to_string()))
+        }
+        [
+            ("notion_token", text(self.notion_token)),
+            ("notion_api_url", text(self.notion_api_url)),
+            ("notion_qps", number(self.notion_qps)),
+            ("feishu_app_id", text(self.feishu_app_id)),
+            ("feishu_app_secret", text(self.feishu_app_secret)),
+            ("feishu_api_url", text(self.feishu_api_url)),
+            ("feishu_qps", number(self.feishu_qps)),
+            ("feishu_wiki_spaces", text(self.feishu_wiki_spaces)),
+            ("feishu_drive_folders", text(self.feishu_drive_folders)),
+            ("docs_sync_interval", number(self.sync_interval_seconds)),
+            (
+                "docs_reconcile_every_runs",
+                number(self.reconcile_every_runs),
+            ),
+            ("docs_trash_keep_days", number(self.trash_keep_days)),
+            (
+                "docs_bitable_inline_max_rows",
+                number(self.bitable_inline_max_rows),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(key, change)| change.map(|change| (key, change)))
+        .collect()
     }
 }
 

@@ -37,8 +37,11 @@
 //! [`ratelimit`]; [`search`] is the full-text search over the mirrored
 //! text (`searchDocs`).
 //!
-//! Not built yet: `updateDocsSettings`. `docs/docs-mirror.md` describes
-//! the formats, the engine, the API and the CLI as built.
+//! [`stored`] lays what admins store over GraphQL (`updateDocsSettings`,
+//! secrets sealed) over the environment's settings.
+//!
+//! `docs/docs-mirror.md` describes the formats, the engine, the API and
+//! the CLI as built.
 
 pub mod adapter;
 pub mod assets;
@@ -59,6 +62,7 @@ pub mod ratelimit;
 pub mod search;
 pub mod service;
 pub mod settings;
+pub mod stored;
 pub mod sync;
 pub mod task;
 

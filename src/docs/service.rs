@@ -12,9 +12,11 @@ use super::browse;
 use super::doctor;
 use super::search;
 use super::settings::Settings;
+use super::stored;
 use super::sync::{SyncRequest, Syncer};
 use super::task as sync_task;
 use crate::{
+    auth::keys::ServerSecret,
     error::{AppError, AppResult},
     fulltext::{SearchLimits, Searcher},
     graphql::pagination::{KeyValue, Keyset, KeysetConnection, PageRequest, paginate},
@@ -27,6 +29,7 @@ pub struct DocsService {
     syncer: Syncer,
     jobs: Option<Jobs>,
     searcher: Searcher,
+    secret: Arc<ServerSecret>,
 }
 
 /// One document found by [`DocsService::search`].
@@ -95,13 +98,19 @@ pub struct DocsSettings {
 impl DocsService {
     /// The service; `jobs` is `None` in the CLI (no runner: syncs run in
     /// the foreground there).
-    pub fn new(settings: Arc<Settings>, syncer: Syncer, jobs: Option<Jobs>) -> Self {
+    pub fn new(
+        settings: Arc<Settings>,
+        syncer: Syncer,
+        jobs: Option<Jobs>,
+        secret: Arc<ServerSecret>,
+    ) -> Self {
         let searcher = Searcher::new(syncer.db().clone(), SearchLimits::default());
         DocsService {
             settings,
             syncer,
             jobs,
             searcher,
+            secret,
         }
     }
 
@@ -139,8 +148,27 @@ impl DocsService {
             .map_err(AppError::from)
     }
 
-    pub fn settings(&self) -> &Settings {
-        &self.settings
+    /// The settings in force: the environment's with what admins stored
+    /// over it ([`stored`]).
+    pub async fn effective(&self) -> AppResult<Settings> {
+        stored::effective(self.db(), &self.secret, &self.settings)
+            .await
+            .map_err(AppError::internal)
+    }
+
+    /// Stores admins' changes (key → value, or `None` to fall back to the
+    /// environment); the settings now in force.
+    pub async fn update_settings(
+        &self,
+        changes: &[(&'static str, Option<String>)],
+    ) -> AppResult<DocsSettings> {
+        match stored::update(self.db(), &self.secret, &self.settings, changes).await {
+            Ok(settings) => Ok(view(&settings)),
+            Err(stored::UpdateError::Invalid(error)) => {
+                Err(AppError::bad_input(error.key, error.message))
+            }
+            Err(stored::UpdateError::Other(error)) => Err(AppError::internal(error)),
+        }
     }
 
     pub fn syncer(&self) -> &Syncer {
@@ -380,13 +408,21 @@ impl DocsService {
     }
 
     /// Every doctor check.
-    pub async fn doctor(&self) -> doctor::Report {
-        doctor::run(self.db(), &self.settings, self.syncer.mirror_root()).await
+    pub async fn doctor(&self) -> AppResult<doctor::Report> {
+        let settings = self.effective().await?;
+        Ok(doctor::run(self.db(), &settings, self.syncer.mirror_root()).await)
     }
 
-    /// The settings without their secrets (callers check the admin).
-    pub fn settings_view(&self) -> DocsSettings {
-        let s = &self.settings;
+    /// The settings in force without their secrets (callers check the
+    /// admin).
+    pub async fn settings_view(&self) -> AppResult<DocsSettings> {
+        Ok(view(&self.effective().await?))
+    }
+}
+
+/// Settings as admins see them: credentials only as "set".
+fn view(s: &Settings) -> DocsSettings {
+    {
         // The knobs are small (clap parsed them as u32/u64 from the
         // environment); saturate rather than wrap if one is absurd.
         let int = |value: u32| i32::try_from(value).unwrap_or(i32::MAX);

@@ -9,8 +9,10 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::settings::Settings;
+use super::stored;
 use super::sync::{Observer, SyncProgress, SyncRequest, Syncer};
 use crate::{
+    auth::keys::ServerSecret,
     db,
     jobs::{
         handler::{SingleStage, StageError, StageRun},
@@ -45,8 +47,10 @@ pub fn scheduled() -> NewTask {
 }
 
 pub struct SyncTask {
+    /// The environment's; what admins stored is laid over them per run.
     pub settings: Arc<Settings>,
     pub syncer: Syncer,
+    pub secret: Arc<ServerSecret>,
 }
 
 #[async_trait::async_trait]
@@ -57,10 +61,13 @@ impl SingleStage for SyncTask {
     type Payload = SyncRequest;
 
     async fn run(&self, request: SyncRequest, run: &mut StageRun<'_>) -> Result<Value, StageError> {
+        let settings = stored::effective(run.db, &self.secret, &self.settings)
+            .await
+            .map_err(|error| StageError::Fail(error.to_string()))?;
         let (sender, receiver) = mpsc::unbounded_channel();
         let emitter = tokio::spawn(emit_progress(run.db.clone(), receiver));
         let observer = Events(sender);
-        let outcome = self.syncer.run(&self.settings, request, &observer).await;
+        let outcome = self.syncer.run(&settings, request, &observer).await;
         drop(observer);
         // The last progress events are out before the task ends.
         let _ = emitter.await;

@@ -22,6 +22,7 @@ on_both_backends!(
     a_sync_mirrors_notion_with_live_progress_and_views_that_agree_with_the_files,
     the_cli_syncs_reports_resolves_and_exits_as_documented,
     a_sync_killed_mid_run_leaves_whole_files_and_the_next_run_completes,
+    admins_store_settings_sealed_and_the_next_sync_uses_them,
 );
 
 const SYNC: &str = "mutation($p: DocsPlatform, $f: Boolean) { syncDocs(platform: $p, full: $f) { id kind queue status } }";
@@ -632,4 +633,73 @@ async fn a_sync_killed_mid_run_leaves_whole_files_and_the_next_run_completes(bac
 
 fn text_of(root: &std::path::Path, path: &str) -> String {
     std::fs::read_to_string(root.join(path)).unwrap()
+}
+
+const UPDATE: &str = "mutation($i: DocsSettingsInput!) { updateDocsSettings(input: $i) { notionConfigured notionApiUrl notionQps trashKeepDays } }";
+
+/// `updateDocsSettings`: an invalid value is refused naming it and stores
+/// nothing; the token is stored sealed (not in the database's text, never
+/// in an answer) and the next sync uses it; `null` falls back to the
+/// environment (here: no token). Members are refused.
+async fn admins_store_settings_sealed_and_the_next_sync_uses_them(backend: Backend) {
+    let setup = notion().await;
+    let app = spawn_app_with(
+        backend,
+        AppOptions::default().env("TRELLIS_DOCS_SYNC_INTERVAL", "0"),
+    )
+    .await;
+    let admin = app.admin().await;
+    let member = app.member("reader").await;
+    let token_input = json!({"i": {"notionToken": TOKEN, "notionApiUrl": setup.base.as_str(), "notionQps": 1000}});
+
+    let refused = app
+        .gql(UPDATE, token_input.clone())
+        .bearer(&member.access)
+        .send()
+        .await;
+    assert_eq!(refused.error_code(), Some("FORBIDDEN"));
+    let invalid = app
+        .gql(UPDATE, json!({"i": {"notionToken": TOKEN, "notionQps": 0}}))
+        .bearer(&admin.access)
+        .send()
+        .await;
+    assert_eq!(invalid.error_code(), Some("BAD_USER_INPUT"));
+    assert!(
+        format!("{:?}", invalid).contains("notion_qps"),
+        "{invalid:?}"
+    );
+
+    let stored = app
+        .gql(UPDATE, token_input)
+        .bearer(&admin.access)
+        .send()
+        .await;
+    assert_eq!(
+        stored.data()["updateDocsSettings"],
+        json!({"notionConfigured": true, "notionApiUrl": setup.base.as_str(), "notionQps": 1000, "trashKeepDays": 30})
+    );
+    let db = app.database().await;
+    use sea_orm::EntityTrait;
+    let rows = entity::docs_setting::Entity::find().all(&db).await.unwrap();
+    let token_row = rows.iter().find(|row| row.key == "notion_token").unwrap();
+    assert!(token_row.sealed);
+    assert!(!token_row.value.contains(TOKEN), "sealed at rest");
+    assert_eq!(rows.len(), 3, "the refused update stored nothing");
+
+    let task = sync(&app, &admin.access, json!({"p": "NOTION"})).await;
+    assert_eq!(task["status"], "SUCCEEDED", "{task}");
+    assert_eq!(task["result"]["platforms"][0]["outcome"], "succeeded");
+    assert!(!task.to_string().contains(TOKEN));
+
+    let cleared = app
+        .gql(UPDATE, json!({"i": {"notionToken": null}}))
+        .bearer(&admin.access)
+        .send()
+        .await;
+    assert_eq!(
+        cleared.data()["updateDocsSettings"]["notionConfigured"],
+        false
+    );
+    let skipped = sync(&app, &admin.access, json!({"p": "NOTION"})).await;
+    assert_eq!(skipped["result"]["platforms"][0]["outcome"], "skipped");
 }
