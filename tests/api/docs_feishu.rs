@@ -40,7 +40,13 @@ use trellis::docs::{
 use crate::{
     docs_fakes::{self, Canned, Served},
     helpers::{Backend, TestDatabase, trellis_command},
+    on_both_backends,
 };
+
+on_both_backends!(
+    a_full_engine_run_mirrors_the_wiki_to_disk,
+    the_cli_syncs_feishu_and_its_doctor_checks_pass,
+);
 
 const APP_ID: &str = "cli_a1b2c3";
 const APP_SECRET: &str = "s3cr3t-app-secret";
@@ -1065,13 +1071,12 @@ fn design_wiki() -> Fake {
     fake
 }
 
-#[tokio::test]
-async fn a_full_engine_run_mirrors_the_wiki_to_disk() {
+async fn a_full_engine_run_mirrors_the_wiki_to_disk(backend: Backend) {
     let setup = serve(design_wiki()).await;
     let adapter = setup.adapter();
 
     let dir = tempfile::tempdir().unwrap();
-    let database = TestDatabase::create(Backend::Sqlite, dir.path()).await;
+    let database = TestDatabase::create(backend, dir.path()).await;
     let db = Database::connect(&database.url).await.unwrap();
     Migrator::up(&db, None).await.unwrap();
     let config = EngineConfig::new(dir.path().join("mirror"));
@@ -1131,11 +1136,10 @@ async fn a_full_engine_run_mirrors_the_wiki_to_disk() {
 /// The real binary with Feishu configured: the doctor's Feishu checks
 /// pass, `trellis docs sync --platform feishu` mirrors the wiki, and
 /// `resolve` finds a document by its wiki token (an alias).
-#[tokio::test]
-async fn the_cli_syncs_feishu_and_its_doctor_checks_pass() {
+async fn the_cli_syncs_feishu_and_its_doctor_checks_pass(backend: Backend) {
     let setup = serve(design_wiki()).await;
     let dir = tempfile::tempdir().unwrap();
-    let database = TestDatabase::create(Backend::Sqlite, dir.path()).await;
+    let database = TestDatabase::create(backend, dir.path()).await;
     let run = |args: &'static [&'static str]| {
         let mut command = trellis_command(dir.path(), &database.url);
         command
