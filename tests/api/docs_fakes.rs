@@ -1,18 +1,21 @@
 //! What the docs adapters' loopback fakes share (`docs_notion`,
-//! `docs_feishu`): a canned answer, a sleeper that records the waits an
-//! adapter asks for instead of sleeping, and a fake served on port 0 with
-//! clients that may reach it.
+//! `docs_feishu`): a canned answer, the journal of what a fake saw and
+//! the answers scripted before its normal ones, a sleeper that records
+//! the waits an adapter asks for instead of sleeping, and a fake served on
+//! port 0 with clients that may reach it.
 
 use std::{
+    collections::{HashMap, VecDeque},
     sync::{Arc, Mutex},
     time::Duration,
 };
 
 use axum::{
     Router,
-    http::StatusCode,
+    http::{Method, StatusCode, Uri},
     response::{IntoResponse, Response},
 };
+use serde_json::Value;
 use trellis::{
     docs::ratelimit::Sleeper,
     httpc::{Destination, HttpClient, HttpSettings},
@@ -30,6 +33,78 @@ impl IntoResponse for Canned {
             response.headers_mut().insert(name, value.parse().unwrap());
         }
         response
+    }
+}
+
+/// One request as a fake saw it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: Method,
+    pub path: String,
+    pub query: HashMap<String, String>,
+    /// The JSON body (`null` when there is none).
+    pub body: Value,
+}
+
+/// What a fake saw, and the answers scripted to come, by path, before its
+/// normal ones.
+#[derive(Default)]
+pub struct Journal {
+    seen: Mutex<Vec<Seen>>,
+    scripted: Mutex<HashMap<String, VecDeque<Canned>>>,
+}
+
+impl Journal {
+    /// Records one request; what was recorded.
+    pub fn record(&self, method: &Method, uri: &Uri, body: &[u8]) -> Seen {
+        let seen = Seen {
+            method: method.clone(),
+            path: uri.path().to_owned(),
+            query: url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+                .into_owned()
+                .collect(),
+            body: serde_json::from_slice(body).unwrap_or(Value::Null),
+        };
+        self.seen.lock().unwrap().push(seen.clone());
+        seen
+    }
+
+    /// The requests to `path`, in order.
+    pub fn seen(&self, path: &str) -> Vec<Seen> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|seen| seen.path == path)
+            .cloned()
+            .collect()
+    }
+
+    /// Every path requested, in order.
+    pub fn paths(&self) -> Vec<String> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|seen| seen.path.clone())
+            .collect()
+    }
+
+    /// `answers` come, in order, before `path`'s normal answer.
+    pub fn script(&self, path: &str, answers: Vec<Canned>) {
+        self.scripted
+            .lock()
+            .unwrap()
+            .insert(path.to_owned(), answers.into());
+    }
+
+    /// The next scripted answer to `path`, if any is left.
+    pub fn scripted(&self, path: &str) -> Option<Canned> {
+        self.scripted
+            .lock()
+            .unwrap()
+            .get_mut(path)
+            .and_then(VecDeque::pop_front)
     }
 }
 

@@ -11,7 +11,7 @@
 //! temporary mirror on SQLite.
 
 use std::{
-    collections::{BTreeMap, HashMap, HashSet, VecDeque},
+    collections::{BTreeMap, HashMap, HashSet},
     path::Path,
     sync::{
         Arc, Mutex,
@@ -38,7 +38,7 @@ use trellis::docs::{
 };
 
 use crate::{
-    docs_fakes::{self, Canned, Served},
+    docs_fakes::{self, Canned, Journal, Served},
     helpers::{Backend, TestDatabase, trellis_command},
     on_both_backends,
 };
@@ -74,14 +74,6 @@ fn rate_limited(reset: &str) -> Canned {
     answer
 }
 
-/// One request as the fake saw it.
-#[derive(Debug, Clone)]
-struct Seen {
-    path: String,
-    query: HashMap<String, String>,
-    body: Value,
-}
-
 #[derive(Default)]
 struct Fake {
     /// Wiki spaces: id → name.
@@ -106,32 +98,14 @@ struct Fake {
     page_size: usize,
     /// Seconds each token lives (`expire`); 0 for Feishu's 7,200.
     token_life: u64,
-    /// Answers served before the normal one, by path, in order.
-    scripted: Mutex<HashMap<String, VecDeque<Canned>>>,
+    /// What it saw, and answers scripted before the normal ones.
+    journal: Journal,
     /// Tokens issued; the valid ones.
     issued: AtomicUsize,
     valid: Mutex<HashSet<String>>,
-    seen: Mutex<Vec<Seen>>,
 }
 
 impl Fake {
-    fn seen(&self, path: &str) -> Vec<Seen> {
-        self.seen
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|seen| seen.path == path)
-            .cloned()
-            .collect()
-    }
-
-    fn script(&self, path: &str, answers: Vec<Canned>) {
-        self.scripted
-            .lock()
-            .unwrap()
-            .insert(path.to_owned(), answers.into());
-    }
-
     /// Every token issued so far stops working (as after two hours).
     fn expire_tokens(&self) {
         self.valid.lock().unwrap().clear();
@@ -159,18 +133,8 @@ async fn feishu(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let path = uri.path().to_owned();
-    let query: HashMap<String, String> =
-        url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
-            .into_owned()
-            .collect();
-    let json_body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    fake.seen.lock().unwrap().push(Seen {
-        path: path.clone(),
-        query: query.clone(),
-        body: json_body.clone(),
-    });
-    answer(&fake, method, &path, &query, &headers, &json_body).into_response()
+    let seen = fake.journal.record(&method, &uri, &body);
+    answer(&fake, method, &seen.path, &seen.query, &headers, &seen.body).into_response()
 }
 
 fn answer(
@@ -208,13 +172,7 @@ fn answer(
         }
         Some(_) => {}
     }
-    let scripted = fake
-        .scripted
-        .lock()
-        .unwrap()
-        .get_mut(path)
-        .and_then(VecDeque::pop_front);
-    if let Some(answer) = scripted {
+    if let Some(answer) = fake.journal.scripted(path) {
         return answer;
     }
     match (method, &parts[1..]) {
@@ -529,6 +487,7 @@ async fn wiki_trees_are_listed_one_level_per_call_and_a_repeated_page_token_stop
     // children, each page after the first with its page token.
     let calls: Vec<(Option<String>, Option<String>)> = setup
         .fake
+        .journal
         .seen("/open-apis/wiki/v2/spaces/7001/nodes")
         .into_iter()
         .map(|seen| {
@@ -549,18 +508,22 @@ async fn wiki_trees_are_listed_one_level_per_call_and_a_repeated_page_token_stop
     assert_eq!(
         setup
             .fake
+            .journal
             .seen("/open-apis/wiki/v2/spaces/7002/nodes")
             .len(),
         2
     );
-    let spaces = setup.fake.seen("/open-apis/wiki/v2/spaces");
+    let spaces = setup.fake.journal.seen("/open-apis/wiki/v2/spaces");
     assert_eq!(spaces.len(), 2, "the space list is paginated too");
     assert!(
         spaces
             .iter()
             .all(|seen| seen.query.get("page_size").map(String::as_str) == Some("50"))
     );
-    let metas = setup.fake.seen("/open-apis/drive/v1/metas/batch_query");
+    let metas = setup
+        .fake
+        .journal
+        .seen("/open-apis/drive/v1/metas/batch_query");
     assert_eq!(metas.len(), 1);
     let asked: Vec<(&str, &str)> = metas[0].body["request_docs"]
         .as_array()
@@ -595,7 +558,14 @@ async fn wiki_trees_are_listed_one_level_per_call_and_a_repeated_page_token_stop
     config.wiki_spaces = Some(vec!["7001".into()]);
     let nodes = setup.adapter_with(config).enumerate().await.unwrap();
     assert_eq!(nodes.len(), 4);
-    assert_eq!(setup.fake.seen("/open-apis/wiki/v2/spaces/7001").len(), 1);
+    assert_eq!(
+        setup
+            .fake
+            .journal
+            .seen("/open-apis/wiki/v2/spaces/7001")
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -649,6 +619,7 @@ async fn drive_folders_are_listed_recursively_and_metas_go_in_batches_of_200() {
     );
     let listings: Vec<(String, Option<String>)> = setup
         .fake
+        .journal
         .seen("/open-apis/drive/v1/files")
         .into_iter()
         .map(|seen| {
@@ -669,12 +640,19 @@ async fn drive_folders_are_listed_recursively_and_metas_go_in_batches_of_200() {
     );
     let batches: Vec<usize> = setup
         .fake
+        .journal
         .seen("/open-apis/drive/v1/metas/batch_query")
         .iter()
         .map(|seen| seen.body["request_docs"].as_array().unwrap().len())
         .collect();
     assert_eq!(batches, [200, 53]);
-    assert!(setup.fake.seen("/open-apis/wiki/v2/spaces").is_empty());
+    assert!(
+        setup
+            .fake
+            .journal
+            .seen("/open-apis/wiki/v2/spaces")
+            .is_empty()
+    );
 }
 
 fn simple_document(id: &str, title: &str, body: &str) -> Vec<Value> {
@@ -720,12 +698,14 @@ async fn an_expired_token_is_renewed_once_and_the_call_sent_again() {
     assert_eq!(doc.markdown, "# A\n\nhello\n");
     let blocks = setup
         .fake
+        .journal
         .seen("/open-apis/docx/v1/documents/doxcnA/blocks");
     assert_eq!(blocks.len(), 3, "fetched, refused, sent again");
     assert!(blocks.iter().all(|seen| seen.query["page_size"] == "500"));
     assert_eq!(adapter.stats().token_fetches(), 2);
     let tokens = setup
         .fake
+        .journal
         .seen("/open-apis/auth/v3/tenant_access_token/internal");
     assert_eq!(tokens.len(), 2);
     assert_eq!(
@@ -747,6 +727,7 @@ async fn an_expired_token_is_renewed_once_and_the_call_sent_again() {
     assert_eq!(
         setup
             .fake
+            .journal
             .seen("/open-apis/auth/v3/tenant_access_token/internal")
             .len(),
         3
@@ -789,6 +770,7 @@ async fn a_token_about_to_expire_is_renewed_before_it_is_used() {
     assert_eq!(
         setup
             .fake
+            .journal
             .seen("/open-apis/docx/v1/documents/doxcnA/blocks")
             .len(),
         2
@@ -807,6 +789,7 @@ async fn rate_limits_answered_with_http_400_wait_for_the_reset_header() {
     let path = "/open-apis/docx/v1/documents/doxcnB/blocks";
     setup
         .fake
+        .journal
         .script(path, vec![rate_limited("2"), rate_limited("3")]);
     let adapter = setup.adapter();
     let doc = adapter
@@ -821,6 +804,7 @@ async fn rate_limits_answered_with_http_400_wait_for_the_reset_header() {
     );
     let pages: Vec<Option<String>> = setup
         .fake
+        .journal
         .seen(path)
         .into_iter()
         .map(|seen| seen.query.get("page_token").cloned())
@@ -835,6 +819,7 @@ async fn rate_limits_answered_with_http_400_wait_for_the_reset_header() {
     // Always limited: three retries, then a typed, retryable error.
     setup
         .fake
+        .journal
         .script(path, (0..10).map(|_| rate_limited("1")).collect());
     let spent = adapter
         .fetch_markdown(&node("doxcnB", NodeKind::Docx, None))
@@ -847,7 +832,7 @@ async fn rate_limits_answered_with_http_400_wait_for_the_reset_header() {
         }
     );
     assert!(spent.is_retryable());
-    assert_eq!(setup.fake.seen(path).len(), 4 + 4);
+    assert_eq!(setup.fake.journal.seen(path).len(), 4 + 4);
 }
 
 #[tokio::test]
@@ -877,6 +862,7 @@ async fn media_are_downloaded_from_the_api_with_the_tenant_token() {
     assert_eq!(
         setup
             .fake
+            .journal
             .seen("/open-apis/drive/v1/medias/boxcnPic/download")
             .len(),
         1
@@ -997,17 +983,22 @@ async fn bitables_and_whiteboards_are_fetched_and_degraded_visibly() {
     );
     assert!(body.contains(&format!("![whiteboard]({})", board.download_url)));
     let image_path = "/open-apis/board/v1/whiteboards/bdImage/download_as_image";
-    assert_eq!(setup.fake.seen(image_path).len(), 1);
+    assert_eq!(setup.fake.journal.seen(image_path).len(), 1);
     let dir = tempfile::tempdir().unwrap();
     adapter
         .download_asset(board, &dir.path().join("board"))
         .await
         .unwrap();
     assert_eq!(std::fs::read(dir.path().join("board")).unwrap(), PNG);
-    assert_eq!(setup.fake.seen(image_path).len(), 1, "served from memory");
+    assert_eq!(
+        setup.fake.journal.seen(image_path).len(),
+        1,
+        "served from memory"
+    );
     // Three records over a limit of two: the first page (limit + 1) is enough.
     let large = setup
         .fake
+        .journal
         .seen("/open-apis/bitable/v1/apps/bascnL/tables/tblL/records");
     assert_eq!(large.len(), 1);
     assert_eq!(large[0].query["page_size"], "3");

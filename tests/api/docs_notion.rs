@@ -7,8 +7,8 @@
 //! Waits are recorded by a fake sleeper, never slept.
 
 use std::{
-    collections::{HashMap, HashSet, VecDeque},
-    sync::{Arc, Mutex},
+    collections::{HashMap, HashSet},
+    sync::Arc,
     time::Duration,
 };
 
@@ -26,7 +26,7 @@ use trellis::docs::{
     notion::{NotionAdapter, NotionConfig},
 };
 
-use crate::docs_fakes::{self, Canned, Served};
+use crate::docs_fakes::{self, Canned, Journal, Seen, Served};
 
 pub(crate) const TOKEN: &str = "ntn_good_token";
 
@@ -40,14 +40,6 @@ fn error(status: u16, code: &str, message: &str) -> Canned {
     )
 }
 
-/// One request as the fake saw it.
-#[derive(Debug, Clone)]
-pub(crate) struct Seen {
-    method: Method,
-    path: String,
-    body: Value,
-}
-
 #[derive(Default)]
 pub(crate) struct Fake {
     /// Search results, in the order Notion returns them (newest first).
@@ -59,9 +51,8 @@ pub(crate) struct Fake {
     /// File path → (content type, bytes); a path not here has expired.
     pub(crate) files: HashMap<String, (&'static str, Vec<u8>)>,
     pub(crate) page_size: usize,
-    /// Answers served before the normal one, by path, in order.
-    pub(crate) scripted: Mutex<HashMap<String, VecDeque<Canned>>>,
-    pub(crate) seen: Mutex<Vec<Seen>>,
+    /// What it saw, and answers scripted before the normal ones.
+    pub(crate) journal: Journal,
     /// A path whose requests never get an answer (a sync stuck there, to
     /// be killed); `held` is told when one arrives.
     pub(crate) hold: Option<String>,
@@ -69,23 +60,6 @@ pub(crate) struct Fake {
 }
 
 impl Fake {
-    pub(crate) fn seen(&self, path: &str) -> Vec<Seen> {
-        self.seen
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|seen| seen.path == path)
-            .cloned()
-            .collect()
-    }
-
-    fn script(&self, path: &str, answers: Vec<Canned>) {
-        self.scripted
-            .lock()
-            .unwrap()
-            .insert(path.to_owned(), answers.into());
-    }
-
     fn list(&self, items: &[Value], body: &Value) -> Canned {
         let start: usize = body["start_cursor"]
             .as_str()
@@ -116,13 +90,11 @@ async fn notion(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let path = uri.path().to_owned();
-    let json_body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    fake.seen.lock().unwrap().push(Seen {
-        method: method.clone(),
-        path: path.clone(),
-        body: json_body.clone(),
-    });
+    let Seen {
+        path,
+        body: json_body,
+        ..
+    } = fake.journal.record(&method, &uri, &body);
     if fake.hold.as_deref() == Some(path.as_str()) {
         fake.held.notify_one();
         return std::future::pending().await;
@@ -170,13 +142,7 @@ fn api(fake: &Fake, method: Method, path: &str, headers: &HeaderMap, json_body: 
     {
         return error(401, "unauthorized", "API token is invalid.");
     }
-    let scripted = fake
-        .scripted
-        .lock()
-        .unwrap()
-        .get_mut(path)
-        .and_then(VecDeque::pop_front);
-    if let Some(answer) = scripted {
+    if let Some(answer) = fake.journal.scripted(path) {
         return answer;
     }
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
@@ -348,7 +314,7 @@ async fn enumeration_follows_search_pagination_and_skips_trashed_objects() {
         nodes[1].url.as_deref(),
         Some("https://www.notion.so/Child-22222222222222222222222222222222")
     );
-    let searches = setup.fake.seen("/v1/search");
+    let searches = setup.fake.journal.seen("/v1/search");
     let cursors: Vec<&Value> = searches.iter().map(|s| &s.body["start_cursor"]).collect();
     assert_eq!(cursors, [&Value::Null, &json!("2"), &json!("4")]);
     assert!(
@@ -377,7 +343,7 @@ async fn an_incremental_listing_stops_past_the_checkpoint_less_five_minutes() {
     let ids: Vec<&str> = listing.nodes.iter().map(|n| n.id.as_str()).collect();
     assert_eq!(ids, [ROW, CHILD]);
     assert_eq!(listing.checkpoint, at("2026-11-30T12:00:00Z"));
-    assert_eq!(setup.fake.seen("/v1/search").len(), 2);
+    assert_eq!(setup.fake.journal.seen("/v1/search").len(), 2);
     // Nothing newer: the checkpoint stays, one search page is enough.
     let listing = incremental
         .enumerate_since(at("2026-12-01T00:00:00Z"))
@@ -385,7 +351,7 @@ async fn an_incremental_listing_stops_past_the_checkpoint_less_five_minutes() {
         .unwrap();
     assert!(listing.nodes.is_empty());
     assert_eq!(listing.checkpoint, at("2026-12-01T00:00:00Z"));
-    assert_eq!(setup.fake.seen("/v1/search").len(), 3);
+    assert_eq!(setup.fake.journal.seen("/v1/search").len(), 3);
 }
 
 fn node(id: &str, kind: NodeKind) -> RemoteNode {
@@ -423,8 +389,8 @@ async fn rate_limits_and_overload_are_retried_after_the_wait_notion_asks_for() {
         answer.1.push(("retry-after", "7".into()));
         answer
     };
-    setup.fake.script(&root_path, vec![limited()]);
-    setup.fake.script(
+    setup.fake.journal.script(&root_path, vec![limited()]);
+    setup.fake.journal.script(
         &child_path,
         vec![error(529, "service_unavailable", "Notion is overloaded.")],
     );
@@ -436,7 +402,7 @@ async fn rate_limits_and_overload_are_retried_after_the_wait_notion_asks_for() {
         .unwrap();
     assert_eq!(root.markdown, "# Root\n");
     assert_eq!(
-        setup.fake.seen(&root_path).len(),
+        setup.fake.journal.seen(&root_path).len(),
         2,
         "the 429, then the retry"
     );
@@ -448,7 +414,7 @@ async fn rate_limits_and_overload_are_retried_after_the_wait_notion_asks_for() {
         .unwrap();
     assert_eq!(child.markdown, "# Child\n");
     assert_eq!(
-        setup.fake.seen(&child_path).len(),
+        setup.fake.journal.seen(&child_path).len(),
         2,
         "the 529, then the retry"
     );
@@ -462,6 +428,7 @@ async fn rate_limits_and_overload_are_retried_after_the_wait_notion_asks_for() {
     // Always limited: three retries, then a typed, retryable error.
     setup
         .fake
+        .journal
         .script(&root_path, (0..10).map(|_| limited()).collect());
     let spent = adapter
         .fetch_markdown(&node(ROOT, NodeKind::Page))
@@ -474,7 +441,7 @@ async fn rate_limits_and_overload_are_retried_after_the_wait_notion_asks_for() {
         }
     );
     assert!(spent.is_retryable());
-    assert_eq!(setup.fake.seen(&root_path).len(), 2 + 4);
+    assert_eq!(setup.fake.journal.seen(&root_path).len(), 2 + 4);
     assert_eq!(adapter.api_stats().requests(), 2 + 2 + 4);
 }
 
@@ -560,14 +527,7 @@ async fn a_truncated_page_gets_its_missing_subtrees_and_degrades_what_still_fail
         "{body}"
     );
     assert!(body.contains(&format!("[The rest of this page is online](https://www.notion.so/T-{}) <!-- opendoc:degraded kind=truncated id={ROOT} -->", ROOT.replace('-', ""))), "{body}");
-    let fetched: HashSet<String> = setup
-        .fake
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|s| s.path.clone())
-        .collect();
+    let fetched: HashSet<String> = setup.fake.journal.paths().into_iter().collect();
     for id in [ROOT, b1, b2, b3] {
         assert!(
             fetched.contains(&format!("/v1/pages/{id}/markdown")),
@@ -681,6 +641,7 @@ async fn a_data_source_query_renders_every_property_of_every_row() {
     assert_eq!(
         setup
             .fake
+            .journal
             .seen(&format!("/v1/data_sources/{SOURCE}/query"))
             .len(),
         2
@@ -708,7 +669,7 @@ async fn signed_files_are_downloaded_at_once_and_an_expired_one_is_a_typed_error
     );
     let markdown = format!("![chart]({fresh})\n<pdf src=\"{late}\">Old</pdf>\n");
     // The file URLs name the fake's port: the body is scripted once it is known.
-    setup.fake.script(
+    setup.fake.journal.script(
         &format!("/v1/pages/{ROOT}/markdown"),
         vec![Canned(200, vec![], json!({"object": "page_markdown", "id": ROOT, "markdown": markdown, "truncated": false, "unknown_block_ids": []}).to_string().into())],
     );
@@ -764,7 +725,7 @@ async fn a_bad_token_is_refused_like_notion_does_and_stops_with_a_typed_error() 
     assert_eq!(refused, AdapterError::Unauthorized);
     assert!(!refused.is_retryable());
     assert_eq!(
-        setup.fake.seen("/v1/search").len(),
+        setup.fake.journal.seen("/v1/search").len(),
         1,
         "a 401 is not retried"
     );
