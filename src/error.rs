@@ -42,6 +42,11 @@ pub enum AppError {
     /// An idempotency key was reused with a different payload.
     #[error("idempotency key already used with a different payload")]
     IdempotencyKeyReused,
+    /// A third-party service (a provider the gateway reaches) failed or
+    /// answered what we cannot use; the message says which and how, never
+    /// with a credential. Client sees `UPSTREAM_FAILED` (HTTP 502).
+    #[error("{0}")]
+    Upstream(String),
     /// Anything unexpected. The client sees only `INTERNAL` and a reference.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -95,6 +100,7 @@ impl AppError {
             AppError::RateLimited { .. } => "RATE_LIMITED",
             AppError::Unavailable { .. } => "UNAVAILABLE",
             AppError::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
+            AppError::Upstream(_) => "UPSTREAM_FAILED",
             AppError::Internal(_) => "INTERNAL",
         }
     }
@@ -110,6 +116,7 @@ impl AppError {
             AppError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             AppError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             AppError::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::Upstream(_) => StatusCode::BAD_GATEWAY,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

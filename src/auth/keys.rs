@@ -14,7 +14,7 @@ use chacha20poly1305::{
     aead::{Aead, KeyInit, Payload},
 };
 use hmac::{Hmac, Mac};
-use secrecy::ExposeSecret;
+use secrecy::{ExposeSecret, SecretString};
 use sha2::Sha256;
 
 use crate::config::Config;
@@ -23,6 +23,36 @@ use crate::config::Config;
 pub const KEY_FILE: &str = "instance.key";
 
 type HmacSha256 = Hmac<Sha256>;
+
+/// A credential from the environment: never printed (`Debug` says
+/// `[redacted]`), never returned.
+#[derive(Clone)]
+pub struct Credential(SecretString);
+
+impl Credential {
+    /// The credential, for the one request header or body that needs it.
+    pub fn expose(&self) -> &str {
+        self.0.expose_secret()
+    }
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Credential([redacted])")
+    }
+}
+
+impl std::str::FromStr for Credential {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let value = value.trim();
+        if value.is_empty() {
+            return Err("empty".into());
+        }
+        Ok(Credential(SecretString::from(value.to_owned())))
+    }
+}
 
 /// The prefix of every sealed value: the format's version, so a later
 /// algorithm can be told apart from this one.

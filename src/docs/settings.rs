@@ -3,39 +3,7 @@
 //! in `.env.example` with its default; admins read them through GraphQL
 //! (`docsSettings`) without the secrets.
 
-use std::{fmt, str::FromStr};
-
-use secrecy::{ExposeSecret, SecretString};
-
-/// A credential from the environment: never printed (`Debug` says
-/// `[redacted]`), never returned.
-#[derive(Clone)]
-pub struct Credential(SecretString);
-
-impl Credential {
-    /// The credential, for the one request header or body that needs it.
-    pub fn expose(&self) -> &str {
-        self.0.expose_secret()
-    }
-}
-
-impl fmt::Debug for Credential {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Credential([redacted])")
-    }
-}
-
-impl FromStr for Credential {
-    type Err = String;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        let value = value.trim();
-        if value.is_empty() {
-            return Err("empty".into());
-        }
-        Ok(Credential(SecretString::from(value.to_owned())))
-    }
-}
+use crate::auth::keys::Credential;
 
 #[derive(clap::Args, Debug, Clone)]
 #[group(id = "docs_settings")]

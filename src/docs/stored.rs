@@ -16,8 +16,8 @@ use sea_orm::{
     sea_query::OnConflict,
 };
 
-use super::settings::{Credential, Settings};
-use crate::auth::keys::ServerSecret;
+use super::settings::Settings;
+use crate::auth::keys::{Credential, ServerSecret};
 
 /// The label secrets are sealed under.
 const SEAL_LABEL: &str = "docs-settings";

@@ -1,6 +1,6 @@
 //! How hard one caller's client may press: at most `in_flight` requests
 //! at once in all, at most `per_host` at once to one host, and — when set —
-//! at most `per_host_rate` requests per second to one host (a token bucket
+//! at most `per_host_rate` requests to one host (a token bucket
 //! per host: `governor`'s keyed limiter).
 //!
 //! A request either waits for its turn ([`Limits::turn`]) or asks for it
@@ -15,7 +15,6 @@
 
 use std::{
     collections::HashMap,
-    num::NonZeroU32,
     sync::{
         Arc, Mutex,
         atomic::{AtomicU64, Ordering},
@@ -36,8 +35,9 @@ pub struct LimitSettings {
     pub in_flight: usize,
     /// Requests at once to one host.
     pub per_host: usize,
-    /// Requests per second to one host (burst: the same number), if limited.
-    pub per_host_rate: Option<NonZeroU32>,
+    /// Requests to one host per period (`Quota::per_second(n)`: burst n;
+    /// `Quota::per_minute(n)`: evenly spaced, burst n), if limited.
+    pub per_host_rate: Option<Quota>,
 }
 
 impl Default for LimitSettings {
@@ -105,9 +105,7 @@ impl Limits {
                 settings.in_flight.clamp(1, Semaphore::MAX_PERMITS),
             )),
             hosts: Arc::default(),
-            rate: settings
-                .per_host_rate
-                .map(|rate| RateLimiter::keyed(Quota::per_second(rate))),
+            rate: settings.per_host_rate.map(RateLimiter::keyed),
             typical_micros: AtomicU64::new(FIRST_GUESS.as_micros() as u64),
             returns: Mutex::default(),
             settings: LimitSettings {
@@ -266,13 +264,15 @@ impl Drop for HostPermit {
 
 #[cfg(test)]
 mod tests {
+    use std::num::NonZeroU32;
+
     use super::*;
 
     fn limits(in_flight: usize, per_host: usize, rate: Option<u32>) -> Arc<Limits> {
         Limits::new(LimitSettings {
             in_flight,
             per_host,
-            per_host_rate: rate.and_then(NonZeroU32::new),
+            per_host_rate: rate.and_then(NonZeroU32::new).map(Quota::per_second),
         })
     }
 

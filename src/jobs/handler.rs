@@ -51,7 +51,8 @@ impl From<AppError> for StageError {
             AppError::Internal(_)
             | AppError::Conflict(_)
             | AppError::RateLimited { .. }
-            | AppError::Unavailable { .. } => StageError::Retry(error.into_anyhow()),
+            | AppError::Unavailable { .. }
+            | AppError::Upstream(_) => StageError::Retry(error.into_anyhow()),
             AppError::Unauthenticated(_)
             | AppError::Forbidden(_)
             | AppError::NotFound(_)
