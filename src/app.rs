@@ -33,7 +33,7 @@ use crate::{
     config::{Config, ConfigError},
     db, docs,
     domain::{Domain, Platform, PublicUrl, Setup},
-    feeds,
+    feeds, gateway,
     graphql::{
         Limits,
         http::{Endpoint, RequestData},
@@ -59,6 +59,8 @@ pub struct DomainSettings {
     pub nodes: nodes::Settings,
     #[command(flatten)]
     pub docs: docs::Settings,
+    #[command(flatten)]
+    pub gateway: gateway::Settings,
 }
 
 impl DomainSettings {
@@ -69,6 +71,7 @@ impl DomainSettings {
             nodes::setup(&self.nodes, platform)?,
             readerapi::setup(&self.feeds, platform)?,
             docs::setup(&self.docs, platform)?,
+            gateway::setup(&self.gateway, platform)?,
         ])
     }
 

@@ -19,6 +19,7 @@ pub mod domain;
 pub mod error;
 pub mod feeds;
 pub mod fulltext;
+pub mod gateway;
 pub mod graphql;
 pub mod http;
 pub mod httpc;

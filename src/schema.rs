@@ -7,6 +7,7 @@ use crate::{
     auth::graphql::{AuthMutation, AuthQuery},
     docs::graphql::{DocsMutation, DocsQuery, DocsSubscription},
     feeds::graphql::{FeedsMutation, FeedsQuery, FeedsSubscription},
+    gateway::graphql::{GatewayMutation, GatewayQuery},
     graphql::{Limits, with_limits},
     jobs::graphql::{JobsMutation, JobsQuery, JobsSubscription},
     nodes::graphql::{NodesMutation, NodesQuery, NodesSubscription},
@@ -14,7 +15,14 @@ use crate::{
 
 #[derive(MergedObject, Default)]
 #[graphql(name = "Query")]
-pub struct QueryRoot(AuthQuery, JobsQuery, FeedsQuery, NodesQuery, DocsQuery);
+pub struct QueryRoot(
+    AuthQuery,
+    JobsQuery,
+    FeedsQuery,
+    NodesQuery,
+    DocsQuery,
+    GatewayQuery,
+);
 
 #[derive(MergedObject, Default)]
 #[graphql(name = "Mutation")]
@@ -24,6 +32,7 @@ pub struct MutationRoot(
     FeedsMutation,
     NodesMutation,
     DocsMutation,
+    GatewayMutation,
 );
 
 #[derive(MergedSubscription, Default)]

@@ -2,6 +2,7 @@
 //! the source of truth for the schema; these mirror them for typed queries.
 
 pub mod bookmark;
+pub mod cooldown;
 pub mod docs_alias;
 pub mod docs_asset;
 pub mod docs_document;
@@ -13,6 +14,8 @@ pub mod feed_fetch_state;
 pub mod feed_group;
 pub mod feed_icon;
 pub mod feed_settings;
+pub mod gateway_link;
+pub mod gateway_oauth_state;
 pub mod idempotency_key;
 pub mod instance_secret;
 pub mod item;

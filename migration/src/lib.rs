@@ -30,6 +30,7 @@ mod m20261203_000018_item_authors_enclosures;
 mod m20261203_000019_feed_icons;
 mod m20261203_000020_docs_mirror;
 mod m20261203_000021_docs_search;
+mod m20261203_000022_gateway;
 
 pub struct Migrator;
 
@@ -58,6 +59,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000019_feed_icons::Migration),
             Box::new(m20261203_000020_docs_mirror::Migration),
             Box::new(m20261203_000021_docs_search::Migration),
+            Box::new(m20261203_000022_gateway::Migration),
         ]
     }
 }

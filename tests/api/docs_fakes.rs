@@ -1,5 +1,5 @@
-//! What the docs adapters' loopback fakes share (`docs_notion`,
-//! `docs_feishu`): a canned answer, the journal of what a fake saw and
+//! What the loopback fakes of third-party services share (`docs_notion`,
+//! `docs_feishu`, `gateway_fakes`): a canned answer, the journal of what a fake saw and
 //! the answers scripted before its normal ones, a sleeper that records
 //! the waits an adapter asks for instead of sleeping, and a fake served on
 //! port 0 with clients that may reach it.
@@ -12,7 +12,7 @@ use std::{
 
 use axum::{
     Router,
-    http::{Method, StatusCode, Uri},
+    http::{HeaderMap, Method, StatusCode, Uri, header::AUTHORIZATION},
     response::{IntoResponse, Response},
 };
 use serde_json::Value;
@@ -42,6 +42,8 @@ pub struct Seen {
     pub method: Method,
     pub path: String,
     pub query: HashMap<String, String>,
+    /// The `Authorization` header, if one was sent.
+    pub authorization: Option<String>,
     /// The JSON body (`null` when there is none).
     pub body: Value,
 }
@@ -56,13 +58,17 @@ pub struct Journal {
 
 impl Journal {
     /// Records one request; what was recorded.
-    pub fn record(&self, method: &Method, uri: &Uri, body: &[u8]) -> Seen {
+    pub fn record(&self, method: &Method, uri: &Uri, headers: &HeaderMap, body: &[u8]) -> Seen {
         let seen = Seen {
             method: method.clone(),
             path: uri.path().to_owned(),
             query: url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
                 .into_owned()
                 .collect(),
+            authorization: headers
+                .get(AUTHORIZATION)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned),
             body: serde_json::from_slice(body).unwrap_or(Value::Null),
         };
         self.seen.lock().unwrap().push(seen.clone());
@@ -78,6 +84,11 @@ impl Journal {
             .filter(|seen| seen.path == path)
             .cloned()
             .collect()
+    }
+
+    /// Every request, in order.
+    pub fn all(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
     }
 
     /// Every path requested, in order.

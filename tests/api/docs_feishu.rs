@@ -133,7 +133,7 @@ async fn feishu(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let seen = fake.journal.record(&method, &uri, &body);
+    let seen = fake.journal.record(&method, &uri, &headers, &body);
     answer(&fake, method, &seen.path, &seen.query, &headers, &seen.body).into_response()
 }
 

@@ -94,7 +94,7 @@ async fn notion(
         path,
         body: json_body,
         ..
-    } = fake.journal.record(&method, &uri, &body);
+    } = fake.journal.record(&method, &uri, &headers, &body);
     if fake.hold.as_deref() == Some(path.as_str()) {
         fake.held.notify_one();
         return std::future::pending().await;

@@ -18,6 +18,8 @@ mod feed_icons;
 mod feeds;
 mod feedserver;
 mod fuzz;
+mod gateway;
+mod gateway_fakes;
 mod graphql_http;
 mod ingest;
 mod input;

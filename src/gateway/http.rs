@@ -1,0 +1,116 @@
+//! `GET /gateway/oauth/{provider}/callback`: where a provider sends the
+//! user back after its consent page. The signed-in user (session cookie)
+//! must be the one who started the link; the `state` is consumed whatever
+//! happens. A finished link redirects (303) to the web client's settings
+//! page; a refusal is our JSON error with its status (400 unknown, used or
+//! expired state, 401 signed out, 403 another user's state, 502 when the
+//! provider refused the code).
+
+use axum::{
+    Router,
+    extract::{FromRef, State},
+    http::{HeaderMap, Uri, header::LOCATION},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use reqwest::StatusCode;
+
+use super::{provider::ProviderKind, service::GatewayService};
+use crate::{
+    error::{AppError, AppResult},
+    http::{Web, client::RequestMeta, path::PathParam},
+    input,
+};
+
+#[derive(Clone)]
+struct GatewayHttp {
+    web: Web,
+    gateway: GatewayService,
+}
+
+impl FromRef<GatewayHttp> for Web {
+    fn from_ref(state: &GatewayHttp) -> Web {
+        state.web.clone()
+    }
+}
+
+pub fn routes(web: Web, gateway: GatewayService) -> Router {
+    Router::new()
+        .route("/gateway/oauth/{provider}/callback", get(callback))
+        .with_state(GatewayHttp { web, gateway })
+}
+
+async fn callback(
+    State(state): State<GatewayHttp>,
+    PathParam(provider): PathParam<String>,
+    meta: RequestMeta,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    match finish(&state, &provider, &meta, &headers, &uri).await {
+        Ok(provider) => {
+            let location = format!("/settings?linked={}", provider.as_str());
+            (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
+        }
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn finish(
+    state: &GatewayHttp,
+    provider: &str,
+    meta: &RequestMeta,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> AppResult<ProviderKind> {
+    let provider = ProviderKind::parse(provider).ok_or(AppError::NotFound("provider"))?;
+    let pairs: Vec<(String, String)> =
+        url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+            .into_owned()
+            .collect();
+    input::check_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(|(name, problem)| AppError::bad_input("query", format!("`{name}` {problem}")))?;
+    let param = |name: &str| {
+        pairs
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+            .filter(|value| !value.is_empty())
+    };
+    let viewer = state
+        .web
+        .viewer(meta, headers, "sign in, then link the account again")
+        .await?;
+    let link_state =
+        param("state").ok_or(AppError::bad_input("state", "the callback has no state"))?;
+    if let Some(denied) = param("error") {
+        state
+            .gateway
+            .abandon_link(&viewer, provider, link_state)
+            .await?;
+        let denied: String = denied
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .take(64)
+            .collect();
+        return Err(AppError::bad_input(
+            "code",
+            format!(
+                "{} did not authorize the link ({denied})",
+                provider.display()
+            ),
+        ));
+    }
+    let Some(code) = param("code") else {
+        state
+            .gateway
+            .abandon_link(&viewer, provider, link_state)
+            .await?;
+        return Err(AppError::bad_input("code", "the callback has no code"));
+    };
+    state
+        .gateway
+        .finish_link(&viewer, provider, link_state, code)
+        .await?;
+    Ok(provider)
+}
