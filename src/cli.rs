@@ -1,5 +1,6 @@
 //! The `trellis` command line: `serve` (the default), `migrate`,
-//! `user add`, `schema`, and each domain's own commands (`docs …`).
+//! `user add`, `schema`, and each domain's own commands
+//! (`docs …`). Exit codes: `ops::EXIT_CODES`.
 
 use std::{io::BufRead, path::PathBuf, process::ExitCode};
 
@@ -7,13 +8,14 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use secrecy::SecretString;
 
-use crate::{app, auth::service::AuthService, config::Config, db, error::AppError, telemetry};
+use crate::{app, auth::service::AuthService, config::Config, db, error::AppError, ops, telemetry};
 
 #[derive(Parser, Debug)]
 #[command(
     name = "trellis",
     version,
-    about = "Feeds, resources, docs and reading progress behind one GraphQL API"
+    about = "Feeds, resources, docs and reading progress behind one GraphQL API",
+    after_help = crate::ops::EXIT_CODES
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -32,8 +34,15 @@ pub enum Command {
         #[arg(long, env = "TRELLIS_ROLE", value_enum, default_value_t = app::Role::All)]
         role: app::Role,
     },
-    /// Apply pending database migrations and exit.
-    Migrate,
+    /// Apply pending database migrations and exit. An existing SQLite
+    /// database is first copied to `<data dir>/backups/pre-migrate-<UTC>.db`
+    /// (the newest 5 are kept).
+    #[command(after_help = crate::ops::EXIT_CODES)]
+    Migrate {
+        /// List the pending migrations, one per line, and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Manage accounts.
     #[command(subcommand)]
     User(UserCommand),
@@ -81,7 +90,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             telemetry::init_logging(&config)?;
             app::serve(config, domains, role).await?;
         }
-        Command::Migrate => {
+        Command::Migrate { dry_run: true } => {
+            config.validate()?;
+            telemetry::init_logging(&config)?;
+            for name in ops::upgrade::dry_run(&config).await?.pending {
+                println!("{name}");
+            }
+        }
+        Command::Migrate { dry_run: false } => {
             config.validate()?;
             telemetry::init_logging(&config)?;
             let db = db::connect(&config).await?;

@@ -15,7 +15,9 @@ use secrecy::ExposeSecret;
 
 use crate::config::{Backend, Config};
 
-/// Opens the pool and applies pending migrations.
+/// Opens the pool and applies pending migrations: first refusing a database
+/// newer than this binary, and copying an existing SQLite database aside
+/// (`ops::upgrade::before_migrating`).
 pub async fn connect(config: &Config) -> anyhow::Result<DatabaseConnection> {
     let backend = config.backend()?;
     crate::datadir::create_dir(&config.data_dir)?;
@@ -61,6 +63,8 @@ pub async fn connect(config: &Config) -> anyhow::Result<DatabaseConnection> {
         let migrating = sea_orm::Database::connect(single)
             .await
             .context("connecting to the database")?;
+        crate::ops::upgrade::before_migrating(&migrating, &config.data_dir, sqlite_file.is_some())
+            .await?;
         Migrator::up(&migrating, None)
             .await
             .context("applying database migrations")?;
@@ -73,6 +77,7 @@ pub async fn connect(config: &Config) -> anyhow::Result<DatabaseConnection> {
         .await
         .context("connecting to the database")?;
     if backend != Backend::Sqlite {
+        crate::ops::upgrade::before_migrating(&db, &config.data_dir, false).await?;
         Migrator::up(&db, None)
             .await
             .context("applying database migrations")?;

@@ -38,6 +38,7 @@ const INFRASTRUCTURE: &[&str] = &[
     "httpc",
     "input",
     "jobs",
+    "ops",
     "telemetry",
 ];
 

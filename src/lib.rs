@@ -27,6 +27,7 @@ pub mod input;
 pub mod jobs;
 mod layering;
 pub mod nodes;
+pub mod ops;
 pub mod readerapi;
 pub mod schema;
 pub mod telemetry;

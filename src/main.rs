@@ -39,7 +39,7 @@ async fn serve() -> ExitCode {
         Err(error) => {
             eprintln!("trellis: error: {error:#}");
             tracing::error!(error = format!("{error:#}"), "exiting");
-            ExitCode::FAILURE
+            ExitCode::from(trellis::ops::exit_code(&error))
         }
     }
 }

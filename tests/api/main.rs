@@ -26,6 +26,7 @@ mod input;
 mod jobs;
 mod limits;
 mod nodes;
+mod operations;
 mod ops;
 mod reader_apps;
 mod reader_items;
