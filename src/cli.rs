@@ -1,5 +1,5 @@
 //! The `trellis` command line: `serve` (the default), `migrate`,
-//! `user add`, `schema`, and each domain's own commands
+//! `backup`, `restore`, `user add`, `schema`, and each domain's own commands
 //! (`docs …`). Exit codes: `ops::EXIT_CODES`.
 
 use std::{io::BufRead, path::PathBuf, process::ExitCode};
@@ -42,6 +42,25 @@ pub enum Command {
         /// List the pending migrations, one per line, and change nothing.
         #[arg(long)]
         dry_run: bool,
+    },
+    /// Write the SQLite database (a consistent copy, while the server runs)
+    /// and the data directory's secrets and state files (`instance.key`,
+    /// top-level `*.json`; not the docs `mirror/`) into one tar file.
+    /// PostgreSQL: use pg_dump.
+    #[command(after_help = crate::ops::EXIT_CODES)]
+    Backup {
+        /// The archive to write (replaced atomically if it exists).
+        file: PathBuf,
+    },
+    /// Put a `trellis backup` archive back: checks all of it first, then
+    /// writes the state files and the database (last). Stop the server first.
+    #[command(after_help = crate::ops::EXIT_CODES)]
+    Restore {
+        /// The archive `trellis backup` wrote.
+        file: PathBuf,
+        /// Replace an existing database and state files.
+        #[arg(long)]
+        force: bool,
     },
     /// Manage accounts.
     #[command(subcommand)]
@@ -103,6 +122,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let db = db::connect(&config).await?;
             db.close().await?;
             tracing::info!("migrations applied");
+        }
+        Command::Backup { file } => {
+            config.validate()?;
+            telemetry::init_logging(&config)?;
+            let summary = ops::archive::backup(&config, &file).await?;
+            println!("backed up {summary} to {}", file.display());
+        }
+        Command::Restore { file, force } => {
+            config.validate()?;
+            telemetry::init_logging(&config)?;
+            let summary = ops::archive::restore(&config, &file, force).await?;
+            println!("restored {summary} from {}", file.display());
         }
         Command::User(UserCommand::Add { username, role }) => {
             config.validate()?;

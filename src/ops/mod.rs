@@ -1,11 +1,18 @@
-//! Running Trellis for real: upgrade safety (a database newer than the
-//! binary is refused; an existing SQLite database is copied aside before
-//! migrations change it; `trellis migrate --dry-run`).
+//! Running Trellis for real: `trellis backup` / `trellis restore` (the
+//! embedded SQLite database and the data directory's secrets and state in
+//! one file), and upgrade safety (a database newer than the binary is
+//! refused; an existing SQLite database is copied aside before migrations
+//! change it; `trellis migrate --dry-run`).
 //!
 //! The decisions (which migrations are pending or unknown, which backups to
-//! prune) are pure, in [`plan`]; [`sqlite`] and [`upgrade`] do the I/O.
-//! What an operator sees is in `docs/operations.md`, "Upgrades".
+//! prune, which files belong in a backup, whether an archive matches its
+//! manifest) are pure, in [`plan`]; [`archive`], [`sqlite`] and [`upgrade`]
+//! do the I/O. What an operator sees is in `docs/operations.md`, "Backups"
+//! and "Upgrades".
 
+use std::path::PathBuf;
+
+pub mod archive;
 pub mod plan;
 pub mod sqlite;
 pub mod upgrade;
@@ -17,7 +24,10 @@ Exit codes:
   1   any other failure (configuration, I/O, database); the message says which
   2   the command line is wrong
   3   `docs`: the docs mirror is not configured
-  10  the database's schema is newer than this binary (it has migrations this version does not know)";
+  10  the database's schema is newer than this binary (it has migrations this version does not know)
+  11  `backup`/`restore` on PostgreSQL: use pg_dump (docs/operations.md, \"Backups\")
+  12  `restore`: the target database (or a file the backup holds) exists; stop the server, add --force
+  13  `restore`: the file is not a sound Trellis backup (damaged, truncated, tampered); nothing was written";
 
 /// What the operations commands refuse to do, each with its own exit code
 /// (see [`EXIT_CODES`]).
@@ -31,12 +41,30 @@ pub enum Refusal {
         .0.join(", ")
     )]
     SchemaNewer(Vec<String>),
+    /// `backup`/`restore` work on the embedded SQLite database only.
+    #[error(
+        "trellis {0} works on the embedded SQLite database only; for PostgreSQL use pg_dump and pg_restore \
+         (docs/operations.md, \"Backups\")"
+    )]
+    NotSqlite(&'static str),
+    /// `restore` would overwrite these files.
+    #[error(
+        "restore refuses to overwrite {}; stop the server and run restore again with --force to replace them",
+        .0.iter().map(|path| path.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    TargetExists(Vec<PathBuf>),
+    /// The archive failed verification; nothing was written.
+    #[error("{path} is not a sound Trellis backup: {reason}; nothing was restored")]
+    BadArchive { path: PathBuf, reason: String },
 }
 
 impl Refusal {
     pub fn exit_code(&self) -> u8 {
         match self {
             Refusal::SchemaNewer(_) => 10,
+            Refusal::NotSqlite(_) => 11,
+            Refusal::TargetExists(_) => 12,
+            Refusal::BadArchive { .. } => 13,
         }
     }
 }
@@ -66,7 +94,15 @@ mod tests {
 
     #[test]
     fn every_refusal_code_is_documented_once() {
-        let refusals = [Refusal::SchemaNewer(vec![])];
+        let refusals = [
+            Refusal::SchemaNewer(vec![]),
+            Refusal::NotSqlite("backup"),
+            Refusal::TargetExists(vec![]),
+            Refusal::BadArchive {
+                path: PathBuf::new(),
+                reason: String::new(),
+            },
+        ];
         for refusal in refusals {
             let line = format!("\n  {}  ", refusal.exit_code());
             assert_eq!(EXIT_CODES.matches(&line).count(), 1, "{line:?}");

@@ -1,8 +1,12 @@
 //! The operations' decisions, as functions over data (no I/O, the clock
 //! passed in): which migrations are pending or unknown, what a pre-migration
-//! backup is called and which old ones go.
+//! backup is called and which old ones go, which files of the data directory
+//! a backup holds, and whether an archive's contents match its manifest.
+
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 
 /// The database's migrations against the binary's.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -77,6 +81,121 @@ pub fn backups_to_prune(names: &[String], keep: usize) -> Vec<String> {
     ours.into_iter().take(excess).cloned().collect()
 }
 
+/// The archive's first entry: what it holds and how to check it.
+pub const MANIFEST_ENTRY: &str = "trellis-backup.json";
+/// The database's entry in an archive.
+pub const DATABASE_ENTRY: &str = "trellis.db";
+/// The instance key file (`auth::keys::KEY_FILE`), a secret a backup keeps.
+const INSTANCE_KEY: &str = "instance.key";
+const FORMAT: &str = "trellis-backup";
+const VERSION: u32 = 1;
+
+/// Whether a file at the top of the data directory goes into a backup: the
+/// instance key and the `*.json` state files. Folders (the docs `mirror/`,
+/// `backups/`), the database and its `-wal`/`-shm` (the database is copied
+/// through SQLite), and hidden files (our temporary files) do not.
+pub fn is_state_file(name: &str) -> bool {
+    !name.starts_with('.')
+        && !name.contains(['/', '\\'])
+        && name != MANIFEST_ENTRY
+        && (name == INSTANCE_KEY || name.ends_with(".json"))
+}
+
+/// One file of an archive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestFile {
+    pub name: String,
+    pub size: u64,
+    /// Lower-case hex SHA-256 of the contents.
+    pub sha256: String,
+}
+
+/// `trellis-backup.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: String,
+    pub version: u32,
+    pub created_at: DateTime<Utc>,
+    /// The `trellis` version that wrote it.
+    pub trellis_version: String,
+    /// The database first, then the state files by name.
+    pub files: Vec<ManifestFile>,
+}
+
+impl Manifest {
+    pub fn new(created_at: DateTime<Utc>, files: Vec<ManifestFile>) -> Self {
+        Manifest {
+            format: FORMAT.to_owned(),
+            version: VERSION,
+            created_at,
+            trellis_version: env!("CARGO_PKG_VERSION").to_owned(),
+            files,
+        }
+    }
+
+    /// Checks what the manifest itself promises: our format, one database,
+    /// only names a backup may hold, each once.
+    pub fn check(&self) -> Result<(), String> {
+        if self.format != FORMAT || self.version != VERSION {
+            return Err(format!(
+                "unknown format {} version {} (expected {FORMAT} {VERSION})",
+                self.format, self.version
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for file in &self.files {
+            if file.name != DATABASE_ENTRY && !is_state_file(&file.name) {
+                return Err(format!(
+                    "it names a file a backup never holds: {:?}",
+                    file.name
+                ));
+            }
+            if !seen.insert(&file.name) {
+                return Err(format!("it names {:?} twice", file.name));
+            }
+            if file.sha256.len() != 64 || !file.sha256.chars().all(|c| c.is_ascii_hexdigit()) {
+                return Err(format!("{}: not a SHA-256", file.name));
+            }
+        }
+        if !seen.contains(&DATABASE_ENTRY.to_owned()) {
+            return Err("it holds no database".to_owned());
+        }
+        Ok(())
+    }
+
+    /// Compares what the archive held after the manifest (name → size and
+    /// SHA-256, in the order read) with what the manifest lists.
+    pub fn verify(&self, found: &[(String, u64, String)]) -> Result<(), String> {
+        let expected: BTreeMap<&str, &ManifestFile> = self
+            .files
+            .iter()
+            .map(|file| (file.name.as_str(), file))
+            .collect();
+        let mut seen = std::collections::BTreeSet::new();
+        for (name, size, sha256) in found {
+            let Some(file) = expected.get(name.as_str()) else {
+                return Err(format!("{name:?} is not in its manifest"));
+            };
+            if !seen.insert(name.as_str()) {
+                return Err(format!("{name:?} appears twice"));
+            }
+            if *size != file.size {
+                return Err(format!(
+                    "{name} has {size} bytes, its manifest says {}",
+                    file.size
+                ));
+            }
+            if !sha256.eq_ignore_ascii_case(&file.sha256) {
+                return Err(format!("{name} does not match its checksum"));
+            }
+        }
+        match expected.keys().find(|name| !seen.contains(*name)) {
+            Some(missing) => Err(format!("{missing} is missing (truncated?)")),
+            None => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
@@ -125,5 +244,85 @@ mod tests {
         assert_eq!(pruned, oldest);
         assert!(backups_to_prune(&all[..4], 5).is_empty());
         assert_eq!(backups_to_prune(&all, 0).len(), 8, "never other files");
+    }
+
+    #[test]
+    fn state_files_are_the_key_and_top_level_json_only() {
+        for name in ["instance.key", "docs-state.json", "x.json"] {
+            assert!(is_state_file(name), "{name}");
+        }
+        for name in [
+            "trellis.db",
+            "trellis.db-wal",
+            "mirror",
+            ".trellis-restore-abc.json",
+            "a/b.json",
+            MANIFEST_ENTRY,
+            "notes.txt",
+        ] {
+            assert!(!is_state_file(name), "{name}");
+        }
+    }
+
+    fn manifest() -> Manifest {
+        let at = Utc.with_ymd_and_hms(2026, 12, 3, 22, 0, 0).unwrap();
+        Manifest::new(
+            at,
+            vec![
+                ManifestFile {
+                    name: DATABASE_ENTRY.into(),
+                    size: 4096,
+                    sha256: "a".repeat(64),
+                },
+                ManifestFile {
+                    name: "instance.key".into(),
+                    size: 44,
+                    sha256: "b".repeat(64),
+                },
+            ],
+        )
+    }
+
+    #[test]
+    fn a_manifest_names_one_database_and_only_backup_files() {
+        assert_eq!(manifest().check(), Ok(()));
+        let mut escaping = manifest();
+        escaping.files[1].name = "../etc/passwd".into();
+        assert!(escaping.check().is_err());
+        let mut twice = manifest();
+        twice.files[1].name = DATABASE_ENTRY.into();
+        assert!(twice.check().is_err());
+        let mut no_db = manifest();
+        no_db.files.remove(0);
+        assert!(no_db.check().unwrap_err().contains("no database"));
+        let mut other = manifest();
+        other.version = 2;
+        assert!(other.check().is_err());
+        let json = serde_json::to_string(&manifest()).unwrap();
+        assert_eq!(serde_json::from_str::<Manifest>(&json).unwrap(), manifest());
+    }
+
+    #[test]
+    fn contents_must_match_the_manifest_exactly() {
+        let m = manifest();
+        let db = (DATABASE_ENTRY.to_owned(), 4096, "a".repeat(64));
+        let key = ("instance.key".to_owned(), 44, "B".repeat(64));
+        assert_eq!(m.verify(&[db.clone(), key.clone()]), Ok(()));
+        assert!(
+            m.verify(std::slice::from_ref(&db))
+                .unwrap_err()
+                .contains("missing")
+        );
+        let short = (DATABASE_ENTRY.to_owned(), 4000, "a".repeat(64));
+        assert!(m.verify(&[short, key.clone()]).is_err());
+        let changed = (DATABASE_ENTRY.to_owned(), 4096, "c".repeat(64));
+        assert!(
+            m.verify(&[changed, key.clone()])
+                .unwrap_err()
+                .contains("checksum")
+        );
+        let extra = ("x.json".to_owned(), 1, "d".repeat(64));
+        assert!(m.verify(&[db.clone(), key.clone(), extra]).is_err());
+        assert!(m.verify(&[db.clone(), key.clone(), db]).is_err());
     }
 }

@@ -1,12 +1,12 @@
 //! SQLite's part of backups: a consistent copy of a live database through
-//! `VACUUM INTO`.
+//! `VACUUM INTO`, and the check that a copy is sound.
 
 use std::{path::Path, time::Duration};
 
 use anyhow::Context;
 use sea_orm::{
     ConnectionTrait, DatabaseConnection, DbBackend, Statement,
-    sqlx::{self, sqlite::SqliteConnectOptions},
+    sqlx::{self, ConnectOptions, Connection, sqlite::SqliteConnectOptions},
 };
 
 /// Opens an existing SQLite database file (never creates one), with the
@@ -40,4 +40,29 @@ pub async fn vacuum_into(conn: &impl ConnectionTrait, dest: &Path) -> anyhow::Re
     .await
     .with_context(|| format!("copying the database into {}", dest.display()))?;
     Ok(())
+}
+
+/// `PRAGMA integrity_check` of the database file at `path`, opened read-only
+/// and immutable (no `-wal` or `-shm` is made beside it). `Err` says why it
+/// is not a sound SQLite database.
+pub async fn integrity_check(path: &Path) -> Result<(), String> {
+    let mut conn = SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true)
+        .immutable(true)
+        .connect()
+        .await
+        .map_err(|error| format!("the database cannot be opened ({error})"))?;
+    let checked: Result<Vec<String>, _> = sqlx::query_scalar("PRAGMA integrity_check")
+        .fetch_all(&mut conn)
+        .await;
+    let _ = conn.close().await;
+    match checked {
+        Ok(rows) if rows == ["ok"] => Ok(()),
+        Ok(rows) => Err(format!(
+            "the database fails its integrity check: {}",
+            rows.into_iter().take(5).collect::<Vec<_>>().join("; ")
+        )),
+        Err(error) => Err(format!("the database cannot be read ({error})")),
+    }
 }

@@ -1,7 +1,7 @@
-//! Running it for real (issue 22), through the real binary: upgrade
-//! safety — a newer database refused, `migrate --dry-run`, the copy taken
-//! before migrating (`upgrade.rs`). Exit codes as `docs/operations.md`
-//! documents them.
+//! Running it for real (issue 22), through the real binary: `backup` and
+//! `restore` (`backup.rs`), and upgrade safety — a newer database refused,
+//! `migrate --dry-run`, the copy taken before migrating (`upgrade.rs`).
+//! Exit codes as `docs/operations.md` documents them.
 
 use std::{
     path::Path,
@@ -13,9 +13,13 @@ use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement};
 
 use crate::helpers::trellis_command;
 
+mod backup;
 mod upgrade;
 
 pub const SCHEMA_NEWER: i32 = 10;
+pub const NOT_SQLITE: i32 = 11;
+pub const TARGET_EXISTS: i32 = 12;
+pub const BAD_ARCHIVE: i32 = 13;
 
 /// Runs `trellis ARGS…` to its end (a guard of two minutes against a command
 /// that never exits, e.g. a server that did not refuse).
