@@ -85,14 +85,19 @@ pub async fn connect(config: &Config) -> anyhow::Result<DatabaseConnection> {
     let mut private = vec![config.data_dir.clone()];
     if let Some(path) = sqlite_file {
         for suffix in ["-wal", "-shm"] {
-            let mut side = path.clone().into_os_string();
-            side.push(suffix);
-            private.push(side.into());
+            private.push(sqlite_side_file(&path, suffix));
         }
         private.push(path);
     }
     crate::datadir::warn_if_open(&private);
     Ok(db)
+}
+
+/// A SQLite database's side file: `trellis.db-wal` beside `trellis.db`.
+pub fn sqlite_side_file(db_path: &std::path::Path, suffix: &str) -> std::path::PathBuf {
+    let mut side = db_path.as_os_str().to_owned();
+    side.push(suffix);
+    side.into()
 }
 
 /// SQLite's one writer, as a queue in this process: write transactions

@@ -22,7 +22,6 @@ use reqwest::{
 };
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 use url::Url;
 
 use super::{
@@ -46,7 +45,7 @@ pub struct Kavita {
     base: Option<Url>,
     upstream: Option<Upstream>,
     catalog_key: Option<Credential>,
-    sessions: Mutex<HashMap<[u8; 32], Session>>,
+    sessions: Mutex<HashMap<String, Session>>,
 }
 
 #[derive(Clone)]
@@ -320,8 +319,8 @@ fn bearer(token: &SecretString) -> Result<HeaderValue, ProviderError> {
 
 /// The key under which a key's JWT is kept: its SHA-256, so the map holds
 /// no key.
-fn key_id(api_key: &str) -> [u8; 32] {
-    Sha256::digest(api_key.as_bytes()).into()
+fn key_id(api_key: &str) -> String {
+    crate::digest::sha256_hex(&[api_key])
 }
 
 /// A JWT's `exp` claim, read without checking the signature (Kavita

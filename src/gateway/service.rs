@@ -371,7 +371,7 @@ impl GatewayService {
         for (name, value) in [("id", id), ("query", query)] {
             if value.is_some_and(|v| v.trim().is_empty() || v.chars().count() > MAX_LOOKUP_CHARS) {
                 return Err(AppError::bad_input(
-                    if name == "id" { "id" } else { "query" },
+                    name,
                     format!("{name} must be 1 to {MAX_LOOKUP_CHARS} characters"),
                 ));
             }

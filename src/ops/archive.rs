@@ -127,10 +127,13 @@ pub async fn backup(config: &Config, out: &Path) -> anyhow::Result<Summary> {
 pub async fn restore(config: &Config, archive: &Path, force: bool) -> anyhow::Result<Summary> {
     let db_path = sqlite_file(config, "restore")?;
     if !force {
-        let existing: Vec<PathBuf> = [db_path.clone(), side_file(&db_path, "-wal")]
-            .into_iter()
-            .filter(|path| path.exists())
-            .collect();
+        let existing: Vec<PathBuf> = [
+            db_path.clone(),
+            crate::db::sqlite_side_file(&db_path, "-wal"),
+        ]
+        .into_iter()
+        .filter(|path| path.exists())
+        .collect();
         if !existing.is_empty() {
             return Err(Refusal::TargetExists(existing).into());
         }
@@ -167,7 +170,7 @@ pub async fn restore(config: &Config, archive: &Path, force: bool) -> anyhow::Re
     // The old database's WAL would be replayed into the new file: remove
     // it (and the shared memory) before the database is replaced.
     for suffix in ["-wal", "-shm"] {
-        let side = side_file(&db_path, suffix);
+        let side = crate::db::sqlite_side_file(&db_path, suffix);
         match std::fs::remove_file(&side) {
             Ok(()) => {}
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
@@ -364,11 +367,4 @@ fn parent_dir(path: &Path) -> PathBuf {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
         _ => PathBuf::from("."),
     }
-}
-
-/// `trellis.db-wal` beside `trellis.db`.
-fn side_file(db_path: &Path, suffix: &str) -> PathBuf {
-    let mut side = db_path.as_os_str().to_owned();
-    side.push(suffix);
-    PathBuf::from(side)
 }
