@@ -35,6 +35,19 @@ pub struct Config {
     )]
     pub db_max_connections: u32,
 
+    /// The SQLite database's size budget in bytes (SQLite's
+    /// `max_page_count`, counted in its 4 KiB pages). A write past it is
+    /// refused with `STORAGE_FULL`, never lost silently. Not a filesystem
+    /// quota: the WAL can still grow while readers hold it.
+    #[arg(
+        long,
+        env = "TRELLIS_SQLITE_MAX_BYTES",
+        default_value_t = 512 * 1024 * 1024,
+        value_parser = clap::value_parser!(u64).range(1024 * 1024..),
+        global = true
+    )]
+    pub sqlite_max_bytes: u64,
+
     /// Redis URL; when set, jobs and events go through Redis.
     #[arg(long, env = "REDIS_URL", hide_env_values = true, global = true)]
     pub redis_url: Option<SecretString>,

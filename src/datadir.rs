@@ -77,6 +77,47 @@ pub fn warn_if_open(paths: &[PathBuf]) {
     }
 }
 
+/// Writes `bytes` to `path` atomically: a temporary file (created with
+/// `mode`, less the umask) in the same folder, fsync, rename over the
+/// target, fsync of the folder. A reader, or a crash, sees the old file or
+/// the new one, never half of one. The folder is created if missing.
+pub fn atomic_write(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "a file path has a folder")
+    })?;
+    std::fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or("file");
+    // A dot name: never taken for a document or a state file by a reader
+    // listing the folder.
+    let temp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+    let written = (|| {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+        #[cfg(not(unix))]
+        let _ = mode;
+        let mut file = options.open(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written?;
+    sync_dir(dir)
+}
+
+/// Flushes a folder's entries (a rename is durable only once its folder is).
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,12 @@ use secrecy::ExposeSecret;
 
 use crate::config::{Backend, Config};
 
+/// SQLite's default page size, in which `TRELLIS_SQLITE_MAX_BYTES` is
+/// counted (every database this server creates uses it).
+const SQLITE_PAGE_BYTES: u64 = 4096;
+/// The WAL file is truncated back to this size after a checkpoint.
+const SQLITE_JOURNAL_LIMIT_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Opens the pool and applies pending migrations: first refusing a database
 /// newer than this binary, and copying an existing SQLite database aside
 /// (`ops::upgrade::before_migrating`).
@@ -44,12 +50,22 @@ pub async fn connect(config: &Config) -> anyhow::Result<DatabaseConnection> {
         // WAL lets readers proceed while one writer commits; foreign keys are
         // off by default in SQLite; the busy timeout turns writer contention
         // into a short wait instead of an immediate SQLITE_BUSY.
-        options.map_sqlx_sqlite_opts(|opts| {
+        //
+        // The page budget makes a database that outgrows
+        // `TRELLIS_SQLITE_MAX_BYTES` refuse writes (`SQLITE_FULL` →
+        // `STORAGE_FULL`) rather than fill the disk; checkpoints every
+        // 1000 pages and a 16 MiB journal size limit keep the WAL from
+        // growing in routine use (seed 003).
+        let max_pages = (config.sqlite_max_bytes / SQLITE_PAGE_BYTES).max(1);
+        options.map_sqlx_sqlite_opts(move |opts| {
             opts.journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
                 .foreign_keys(true)
                 .busy_timeout(Duration::from_secs(10))
                 .create_if_missing(true)
+                .pragma("max_page_count", max_pages.to_string())
+                .pragma("wal_autocheckpoint", "1000")
+                .pragma("journal_size_limit", SQLITE_JOURNAL_LIMIT_BYTES.to_string())
         });
     }
     if backend == Backend::Sqlite {

@@ -47,6 +47,11 @@ pub enum AppError {
     /// with a credential. Client sees `UPSTREAM_FAILED` (HTTP 502).
     #[error("{0}")]
     Upstream(String),
+    /// The database reached its size budget (`TRELLIS_SQLITE_MAX_BYTES`)
+    /// or the disk is full: nothing of the request was written. Client sees
+    /// `STORAGE_FULL` (HTTP 507); an operator must make room.
+    #[error("the database is full: nothing was written")]
+    StorageFull(#[source] anyhow::Error),
     /// Anything unexpected. The client sees only `INTERNAL` and a reference.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -101,6 +106,7 @@ impl AppError {
             AppError::Unavailable { .. } => "UNAVAILABLE",
             AppError::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
             AppError::Upstream(_) => "UPSTREAM_FAILED",
+            AppError::StorageFull(_) => "STORAGE_FULL",
             AppError::Internal(_) => "INTERNAL",
         }
     }
@@ -117,6 +123,7 @@ impl AppError {
             AppError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             AppError::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::Upstream(_) => StatusCode::BAD_GATEWAY,
+            AppError::StorageFull(_) => StatusCode::INSUFFICIENT_STORAGE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -173,6 +180,10 @@ impl From<sea_orm::DbErr> for AppError {
                 retry_after: BUSY_RETRY_AFTER,
                 cause: error.into(),
             }
+        } else if database_full(&error) {
+            tracing::error!(error = %error, "the database is full: a write was refused");
+            metrics::counter!("trellis_storage_full_total").increment(1);
+            AppError::StorageFull(error.into())
         } else {
             AppError::Internal(error.into())
         }
@@ -197,6 +208,22 @@ pub fn database_busy(error: &sea_orm::DbErr) -> bool {
         sqlx::Error::Database(database) => matches!(
             database.code().as_deref(),
             Some("5" | "6" | "261" | "262" | "517" | "40001" | "40P01" | "55P03" | "53300")
+        ),
+        _ => false,
+    }
+}
+
+/// Whether the database refused a write for want of room: SQLite's
+/// `SQLITE_FULL` (13: the page budget `max_page_count`, or the disk),
+/// PostgreSQL's disk full (53100).
+pub fn database_full(error: &sea_orm::DbErr) -> bool {
+    use sea_orm::{DbErr, RuntimeErr, sqlx};
+    match error {
+        DbErr::Conn(RuntimeErr::SqlxError(error))
+        | DbErr::Exec(RuntimeErr::SqlxError(error))
+        | DbErr::Query(RuntimeErr::SqlxError(error)) => matches!(
+            error.as_ref(),
+            sqlx::Error::Database(database) if matches!(database.code().as_deref(), Some("13" | "53100"))
         ),
         _ => false,
     }

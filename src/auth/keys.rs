@@ -83,6 +83,12 @@ impl std::fmt::Debug for ServerSecret {
 }
 
 impl ServerSecret {
+    /// A secret for unit tests elsewhere in the crate.
+    #[cfg(test)]
+    pub fn for_tests(secret: &str) -> Self {
+        ServerSecret(secret.as_bytes().to_vec())
+    }
+
     /// `TRELLIS_JWT_SECRET`, or the key file (created on first start).
     pub fn load(config: &Config) -> anyhow::Result<Self> {
         match &config.jwt_secret {

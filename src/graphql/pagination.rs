@@ -251,6 +251,25 @@ where
     E::Model: Sync,
     N: OutputType,
 {
+    try_paginate(db, select, keyset, page, key, |row| Ok(node(row))).await
+}
+
+/// [`paginate`] for nodes built from a row by a conversion that can fail
+/// (a stored value the code cannot read): the page fails with the first
+/// such error.
+pub async fn try_paginate<E, N>(
+    db: &DatabaseConnection,
+    select: Select<E>,
+    keyset: Keyset<E::Column>,
+    page: PageRequest,
+    key: impl Fn(&E::Model) -> Vec<KeyValue>,
+    node: impl Fn(E::Model) -> AppResult<N>,
+) -> AppResult<KeysetConnection<N>>
+where
+    E: EntityTrait,
+    E::Model: Sync,
+    N: OutputType,
+{
     let total = {
         let (db, select) = (db.clone(), select.clone());
         TotalCount(Arc::new(move || {
@@ -270,10 +289,10 @@ where
     .await?;
     let mut connection =
         Connection::with_additional_fields(page.after.is_some(), has_next_page, total);
-    connection.edges = rows
-        .into_iter()
-        .map(|row| Edge::new(Cursor(key(&row)), node(row)))
-        .collect();
+    for row in rows {
+        let cursor = Cursor(key(&row));
+        connection.edges.push(Edge::new(cursor, node(row)?));
+    }
     Ok(connection)
 }
 

@@ -52,7 +52,8 @@ impl From<AppError> for StageError {
             | AppError::Conflict(_)
             | AppError::RateLimited { .. }
             | AppError::Unavailable { .. }
-            | AppError::Upstream(_) => StageError::Retry(error.into_anyhow()),
+            | AppError::Upstream(_)
+            | AppError::StorageFull(_) => StageError::Retry(error.into_anyhow()),
             AppError::Unauthenticated(_)
             | AppError::Forbidden(_)
             | AppError::NotFound(_)

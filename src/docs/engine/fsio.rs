@@ -4,41 +4,14 @@
 //! one. Blocking calls on small files, made inline: a sync runs as a
 //! long job, never on a request's path.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
-/// Writes `bytes` to `path` atomically, creating its folder.
+/// Writes `bytes` to `path` atomically, creating its folder (mode 0666
+/// less the umask, like any file the mirror's readers open).
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a file path has a folder"))?;
-    fs::create_dir_all(dir)?;
-    let name = path
-        .file_name()
-        .and_then(|name| name.to_str())
-        .unwrap_or("file");
-    // A dot name: never taken for a document by a reader listing `*.md`.
-    let temp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
-    let written = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&temp, path)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    written?;
-    sync_dir(dir)
-}
-
-/// Flushes a folder's entries (a rename is durable only once its folder is).
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+    crate::datadir::atomic_write(path, bytes, 0o666)
 }
 
 /// The file's bytes, `None` if there is no such file.
@@ -78,7 +51,7 @@ pub fn move_path(from: &Path, to: &Path) -> io::Result<bool> {
     }
     fs::rename(from, to)?;
     if let Some(dir) = to.parent() {
-        sync_dir(dir)?;
+        crate::datadir::sync_dir(dir)?;
     }
     Ok(true)
 }
