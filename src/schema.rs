@@ -7,7 +7,7 @@ use crate::{
     auth::graphql::{AuthMutation, AuthQuery},
     docs::graphql::{DocsMutation, DocsQuery, DocsSubscription},
     feeds::graphql::{FeedsMutation, FeedsQuery, FeedsSubscription},
-    gateway::graphql::{GatewayMutation, GatewayQuery},
+    gateway::graphql::{GatewayMutation, GatewayQuery, GatewaySubscription},
     graphql::{Limits, with_limits},
     jobs::graphql::{JobsMutation, JobsQuery, JobsSubscription},
     nodes::graphql::{NodesMutation, NodesQuery, NodesSubscription},
@@ -42,6 +42,7 @@ pub struct SubscriptionRoot(
     FeedsSubscription,
     NodesSubscription,
     DocsSubscription,
+    GatewaySubscription,
 );
 
 pub type TrellisSchema = Schema<QueryRoot, MutationRoot, SubscriptionRoot>;

@@ -31,6 +31,7 @@ mod m20261203_000019_feed_icons;
 mod m20261203_000020_docs_mirror;
 mod m20261203_000021_docs_search;
 mod m20261203_000022_gateway;
+mod m20261204_000023_gateway_events;
 
 pub struct Migrator;
 
@@ -60,6 +61,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000020_docs_mirror::Migration),
             Box::new(m20261203_000021_docs_search::Migration),
             Box::new(m20261203_000022_gateway::Migration),
+            Box::new(m20261204_000023_gateway_events::Migration),
         ]
     }
 }

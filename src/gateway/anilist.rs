@@ -24,15 +24,16 @@ use reqwest::{
 };
 use secrecy::SecretString;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use url::Url;
 
 use super::{
+    action::{Action, ActionKind, RemoteEntry},
     cache,
     cooldown::Cooldowns,
     provider::{
         Account, FeatureSupport, GatewayFeature, Issued, LinkMethod, Metadata, MetadataKind, Needs,
-        Provider, ProviderError, ProviderKind,
+        Personal, Provider, ProviderError, ProviderKind,
     },
     settings::Settings,
     upstream::{Upstream, host_key},
@@ -40,6 +41,12 @@ use super::{
 use crate::{auth::keys::Credential, httpc::limits::LimitSettings};
 
 const NAME: &str = "AniList";
+
+/// The fields of a list entry a read-back asks for: everything a removal
+/// would destroy, so the precondition can see it.
+const ENTRY_FIELDS: &str = "id status progress progressVolumes score repeat priority private \
+     notes hiddenFromStatusLists customLists advancedScores \
+     startedAt { year month day } completedAt { year month day }";
 
 /// The fields of a title the public lookups return.
 const MEDIA_FIELDS: &str = "id idMal type format status title { romaji english native } \
@@ -141,6 +148,35 @@ impl AniList {
         base.set_path(&format!("{prefix}{path}"));
         base.set_query(None);
         Ok(base)
+    }
+
+    /// The viewer's id and score format (`POINT_10`…), with their token.
+    async fn viewer(&self, token: &str) -> Result<(i64, String), ProviderError> {
+        let (data, _) = self
+            .graphql(
+                "query { Viewer { id mediaListOptions { scoreFormat } } }",
+                json!({}),
+                Some(token),
+            )
+            .await?;
+        let viewer = &data["Viewer"];
+        let id = viewer["id"].as_i64().ok_or(ProviderError::Unexpected {
+            provider: NAME,
+            what: "Viewer has no id".into(),
+        })?;
+        let format = viewer["mediaListOptions"]["scoreFormat"]
+            .as_str()
+            .unwrap_or("POINT_100")
+            .to_owned();
+        Ok((id, format))
+    }
+
+    /// The account's id: the link's, else the Viewer's.
+    async fn user_id(&self, who: &Personal<'_>) -> Result<i64, ProviderError> {
+        match who.remote_user_id.and_then(|id| id.parse().ok()) {
+            Some(id) => Ok(id),
+            None => Ok(self.viewer(who.credential).await?.0),
+        }
     }
 
     fn client(&self) -> Result<(&str, &Credential), ProviderError> {
@@ -366,6 +402,104 @@ impl Provider for AniList {
         })
     }
 
+    fn writes(&self, _kind: ActionKind) -> bool {
+        true
+    }
+
+    async fn read_entry(
+        &self,
+        who: &Personal<'_>,
+        title: &str,
+        kind: ActionKind,
+    ) -> Result<RemoteEntry, ProviderError> {
+        let media_id = media_id(title)?;
+        let user_id = self.user_id(who).await?;
+        let format = match kind {
+            ActionKind::Rating => Some(self.viewer(who.credential).await?.1),
+            _ => None,
+        };
+        let answer = self
+            .graphql(
+                &format!(
+                    "query ($userId: Int, $mediaId: Int) {{ MediaList(userId: $userId, mediaId: $mediaId) {{ {ENTRY_FIELDS} }} }}"
+                ),
+                json!({ "userId": user_id, "mediaId": media_id }),
+                Some(who.credential),
+            )
+            .await;
+        // AniList answers 404 `Not Found.` for an entry the user does not have.
+        let data = match answer {
+            Ok((data, _)) => data,
+            Err(ProviderError::NotFound(_)) => return Ok(RemoteEntry::default()),
+            Err(error) => return Err(error),
+        };
+        let Some(fields) = data.get("MediaList").and_then(Value::as_object) else {
+            return Ok(RemoteEntry::default());
+        };
+        let number = |name: &str| fields.get(name).and_then(Value::as_f64);
+        Ok(RemoteEntry {
+            listed: true,
+            progress: number("progress").map(|p| p.max(0.0) as u32),
+            stars: match (number("score"), format) {
+                (Some(score), Some(format)) => Some(stars_from_score(score, &format)),
+                _ => None,
+            },
+            entry_id: fields.get("id").map(|id| match id {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            }),
+            fields: fields.clone(),
+        })
+    }
+
+    async fn write(
+        &self,
+        who: &Personal<'_>,
+        title: &str,
+        action: &Action,
+        entry: &RemoteEntry,
+    ) -> Result<(), ProviderError> {
+        let media_id = media_id(title)?;
+        let (document, variables) = match action {
+            Action::Progress { chapters } => (
+                "mutation ($mediaId: Int, $progress: Int) { SaveMediaListEntry(mediaId: $mediaId, progress: $progress) { id progress } }",
+                json!({ "mediaId": media_id, "progress": chapters }),
+            ),
+            Action::Rating { stars } => {
+                let (_, format) = self.viewer(who.credential).await?;
+                (
+                    "mutation ($mediaId: Int, $score: Float) { SaveMediaListEntry(mediaId: $mediaId, score: $score) { id score } }",
+                    json!({ "mediaId": media_id, "score": score_in_format(*stars, &format) }),
+                )
+            }
+            Action::WantToRead => (
+                "mutation ($mediaId: Int) { SaveMediaListEntry(mediaId: $mediaId, status: PLANNING) { id status } }",
+                json!({ "mediaId": media_id }),
+            ),
+            Action::Removal => {
+                let id: i64 = entry
+                    .entry_id
+                    .as_deref()
+                    .and_then(|id| id.parse().ok())
+                    .ok_or(ProviderError::Unexpected {
+                        provider: NAME,
+                        what: "the entry to remove has no id".into(),
+                    })?;
+                (
+                    "mutation ($id: Int) { DeleteMediaListEntry(id: $id) { deleted } }",
+                    json!({ "id": id }),
+                )
+            }
+        };
+        self.graphql(document, variables, Some(who.credential))
+            .await
+            .map(|_| ())
+    }
+
+    fn removal_precondition(&self, entry: &RemoteEntry) -> Result<(), String> {
+        bare_entry(&entry.fields)
+    }
+
     async fn probe_public(&self) -> Result<(), ProviderError> {
         self.graphql(
             "query { Page(perPage: 1) { media(type: MANGA) { id } } }",
@@ -374,5 +508,168 @@ impl Provider for AniList {
         )
         .await
         .map(|_| ())
+    }
+}
+
+fn media_id(title: &str) -> Result<i64, ProviderError> {
+    title
+        .trim()
+        .parse()
+        .map_err(|_| ProviderError::NotFound(NAME))
+}
+
+/// A score in the user's AniList format (`scoreFormat`) from 0–5 stars.
+pub fn score_in_format(stars: f64, format: &str) -> f64 {
+    let stars = stars.clamp(0.0, 5.0);
+    match format {
+        "POINT_10_DECIMAL" => (stars * 20.0).round() / 10.0,
+        "POINT_10" => (stars * 2.0).round(),
+        "POINT_5" => stars.round(),
+        // Smileys: 1 sad, 2 neutral, 3 happy; 0 is no score.
+        "POINT_3" if stars == 0.0 => 0.0,
+        "POINT_3" if stars <= 2.0 => 1.0,
+        "POINT_3" if stars <= 3.5 => 2.0,
+        "POINT_3" => 3.0,
+        _ => (stars * 20.0).round(),
+    }
+}
+
+/// Stars (0–5) from a score in the user's format, as [`score_in_format`]
+/// would have sent them (so a read-back compares like with like).
+pub fn stars_from_score(score: f64, format: &str) -> f64 {
+    let score = score.max(0.0);
+    let stars = match format {
+        "POINT_10_DECIMAL" | "POINT_10" => score / 2.0,
+        "POINT_5" => score,
+        "POINT_3" => match score.round() as i64 {
+            0 => 0.0,
+            1 => 2.0,
+            2 => 3.5,
+            _ => 5.0,
+        },
+        _ => score / 20.0,
+    };
+    stars.min(5.0)
+}
+
+/// Whether deleting this AniList list entry loses nothing but the entry
+/// itself: AniList's only removal deletes the whole entry, so an entry
+/// holding progress, a score, notes, custom lists, advanced scores, dates,
+/// repeats or any field we do not know fails. `Err` names the fields.
+pub fn bare_entry(fields: &Map<String, Value>) -> Result<(), String> {
+    fn empty(value: &Value) -> bool {
+        match value {
+            Value::Null => true,
+            Value::Bool(flag) => !flag,
+            Value::Number(number) => number.as_f64() == Some(0.0),
+            Value::String(text) => text.trim().is_empty(),
+            Value::Array(items) => items.iter().all(empty),
+            Value::Object(map) => map.values().all(empty),
+        }
+    }
+    let mut kept = Vec::new();
+    for (name, value) in fields {
+        let holds_data = match name.as_str() {
+            // The entry itself.
+            "id" | "mediaId" | "userId" => false,
+            // Planning is the bare list; any other status is history.
+            "status" => !(value.is_null() || value == "PLANNING"),
+            "progress"
+            | "progressVolumes"
+            | "score"
+            | "repeat"
+            | "priority"
+            | "private"
+            | "notes"
+            | "hiddenFromStatusLists"
+            | "customLists"
+            | "advancedScores"
+            | "startedAt"
+            | "completedAt" => !empty(value),
+            _ => {
+                kept.push(format!("{name} (a field this gateway does not know)"));
+                continue;
+            }
+        };
+        if holds_data {
+            kept.push(name.clone());
+        }
+    }
+    if kept.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "AniList can only delete the whole entry, and it holds {}",
+            kept.join(", ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scores_round_trip_in_every_format() {
+        for format in [
+            "POINT_100",
+            "POINT_10_DECIMAL",
+            "POINT_10",
+            "POINT_5",
+            "POINT_3",
+        ] {
+            for stars in [0.0, 1.0, 2.5, 3.5, 4.0, 5.0] {
+                let score = score_in_format(stars, format);
+                let back = stars_from_score(score, format);
+                assert_eq!(
+                    score_in_format(back, format),
+                    score,
+                    "{format}: {stars} stars"
+                );
+            }
+        }
+        assert_eq!(score_in_format(4.5, "POINT_100"), 90.0);
+        assert_eq!(score_in_format(4.5, "POINT_10"), 9.0);
+        assert_eq!(score_in_format(3.3, "POINT_10_DECIMAL"), 6.6);
+        assert_eq!(score_in_format(4.4, "POINT_5"), 4.0);
+        assert_eq!(score_in_format(1.0, "POINT_3"), 1.0);
+    }
+
+    fn entry(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn a_bare_planning_entry_may_be_removed() {
+        let bare = entry(json!({ "id": 9, "status": "PLANNING", "progress": 0,
+            "progressVolumes": null, "score": 0, "repeat": 0, "priority": 0,
+            "private": false, "notes": null, "hiddenFromStatusLists": false,
+            "customLists": { "Favs": false }, "advancedScores": { "Story": 0 },
+            "startedAt": { "year": null, "month": null, "day": null },
+            "completedAt": { "year": null, "month": null, "day": null } }));
+        assert_eq!(bare_entry(&bare), Ok(()));
+    }
+
+    #[test]
+    fn an_entry_with_anything_worth_keeping_is_not_removed() {
+        for (field, value) in [
+            ("notes", json!("loved the ending")),
+            ("progress", json!(3)),
+            ("score", json!(7)),
+            ("customLists", json!({ "Favs": true })),
+            ("advancedScores", json!({ "Story": 8 })),
+            (
+                "startedAt",
+                json!({ "year": 2024, "month": null, "day": null }),
+            ),
+            ("status", json!("COMPLETED")),
+            ("private", json!(true)),
+            ("somethingNew", json!(null)),
+        ] {
+            let mut fields = entry(json!({ "id": 9, "status": "PLANNING" }));
+            fields.insert(field.into(), value);
+            let refused = bare_entry(&fields).expect_err(field);
+            assert!(refused.contains(field), "{refused}");
+        }
     }
 }

@@ -1,16 +1,28 @@
 //! The gateway's GraphQL: thin resolvers over [`GatewayService`]. Every
 //! field is per user: links, checks and the manifest are the viewer's own.
 
-use async_graphql::{Context, Enum, Json, Object, SimpleObject};
+use async_graphql::{Context, Enum, ID, Json, Object, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
+use futures_util::Stream;
 use serde_json::Value;
 
 use super::{
+    action::{Action, ActionKind},
+    events::{EventStatus, EventView, TOPIC},
     links::{Link, LinkStatus},
     provider::{GatewayFeature, LinkMethod, MetadataKind, ProviderKind},
+    scrobbler::TitleLinkState,
     service::{Check, GatewayService, Manifest, ProviderManifest},
 };
-use crate::{error::AppError, graphql::context::ContextExt};
+use crate::{
+    error::AppError,
+    graphql::{
+        context::ContextExt,
+        pagination::{KeysetConnection, PageRequest},
+        subscription::follow,
+    },
+    jobs::{Jobs, graphql::Task},
+};
 
 #[derive(Default)]
 pub struct GatewayQuery;
@@ -76,6 +88,72 @@ impl GatewayQuery {
             payload: Json(payload),
         })
     }
+
+    /// The viewer's personal events, newest first; `status` filters.
+    #[graphql(complexity = "crate::graphql::pagination::page_cost(first, child_complexity)")]
+    async fn gateway_events(
+        &self,
+        ctx: &Context<'_>,
+        status: Option<EventStatus>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<KeysetConnection<GatewayEvent>> {
+        let viewer = ctx.viewer()?;
+        let page = PageRequest::new(first, after)?;
+        Ok(ctx
+            .service::<GatewayService>()?
+            .events(viewer, status, page, GatewayEvent)
+            .await?)
+    }
+
+    /// One of the viewer's events.
+    async fn gateway_event(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+    ) -> async_graphql::Result<Option<GatewayEvent>> {
+        let viewer = ctx.viewer()?;
+        let Ok(id) = uuid::Uuid::parse_str(&id) else {
+            return Ok(None);
+        };
+        Ok(ctx
+            .service::<GatewayService>()?
+            .event(viewer, id)
+            .await?
+            .map(GatewayEvent))
+    }
+
+    /// The viewer's Kavita series ↔ AniList media links (at most 1,000,
+    /// by series name); `state` filters (`PROPOSED`: waiting for the viewer).
+    async fn title_links(
+        &self,
+        ctx: &Context<'_>,
+        state: Option<TitleLinkState>,
+    ) -> async_graphql::Result<Vec<TitleLink>> {
+        let viewer = ctx.viewer()?;
+        let links = ctx
+            .service::<GatewayService>()?
+            .title_links(viewer.user_id, state)
+            .await?;
+        Ok(links.into_iter().map(TitleLink).collect())
+    }
+
+    /// The viewer's receipts: each a confirmed completion at a provider,
+    /// newest first.
+    #[graphql(complexity = "crate::graphql::pagination::page_cost(first, child_complexity)")]
+    async fn receipts(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<KeysetConnection<Receipt>> {
+        let viewer = ctx.viewer()?;
+        let page = PageRequest::new(first, after)?;
+        Ok(ctx
+            .service::<GatewayService>()?
+            .receipts(viewer, page, Receipt)
+            .await?)
+    }
 }
 
 #[derive(Default)]
@@ -117,6 +195,117 @@ impl GatewayMutation {
             callback_url: service.callback_url(provider)?.to_string(),
             expires_at: started.expires_at,
         })
+    }
+
+    /// Records chapters read of a title at a provider (AniList: the list
+    /// entry's progress). An event: pending until a read-back confirms it.
+    /// The same action with the same `occurredAt` is one event.
+    async fn record_progress(
+        &self,
+        ctx: &Context<'_>,
+        provider: ProviderKind,
+        title_id: ID,
+        progress: i32,
+        occurred_at: Option<DateTime<Utc>>,
+    ) -> async_graphql::Result<GatewayEvent> {
+        let chapters = u32::try_from(progress)
+            .map_err(|_| AppError::bad_input("progress", "progress must not be negative"))?;
+        submit(
+            ctx,
+            provider,
+            &title_id,
+            Action::Progress { chapters },
+            occurred_at,
+        )
+        .await
+    }
+
+    /// Rates a title, 0 to 5 stars (AniList: in the user's own score
+    /// format; Kavita: its 0–5 rating).
+    async fn set_rating(
+        &self,
+        ctx: &Context<'_>,
+        provider: ProviderKind,
+        title_id: ID,
+        rating: f64,
+        occurred_at: Option<DateTime<Utc>>,
+    ) -> async_graphql::Result<GatewayEvent> {
+        submit(
+            ctx,
+            provider,
+            &title_id,
+            Action::Rating { stars: rating },
+            occurred_at,
+        )
+        .await
+    }
+
+    /// Puts a title on the want-to-read list (AniList: Planning; a title
+    /// already on any list stays as it is).
+    async fn add_to_want_to_read(
+        &self,
+        ctx: &Context<'_>,
+        provider: ProviderKind,
+        title_id: ID,
+        occurred_at: Option<DateTime<Utc>>,
+    ) -> async_graphql::Result<GatewayEvent> {
+        submit(ctx, provider, &title_id, Action::WantToRead, occurred_at).await
+    }
+
+    /// Takes a title off the user's list, keeping everything else: on
+    /// AniList only a bare entry is removed (one with progress, a score,
+    /// notes, custom lists, dates… waits for review instead); on Kavita it
+    /// leaves Want to Read.
+    async fn remove_from_list(
+        &self,
+        ctx: &Context<'_>,
+        provider: ProviderKind,
+        title_id: ID,
+        occurred_at: Option<DateTime<Utc>>,
+    ) -> async_graphql::Result<GatewayEvent> {
+        submit(ctx, provider, &title_id, Action::Removal, occurred_at).await
+    }
+
+    /// Scrobbles the viewer's Kavita reading to AniList now (it also runs
+    /// every `TRELLIS_GATEWAY_SCROBBLE_INTERVAL`): the task that does it.
+    async fn scrobble_kavita(&self, ctx: &Context<'_>) -> async_graphql::Result<Task> {
+        let viewer = ctx.viewer()?;
+        let task = ctx
+            .service::<GatewayService>()?
+            .request_scrobble(viewer)
+            .await?;
+        Ok(Task::from(&task))
+    }
+
+    /// Confirms the AniList media proposed for a Kavita series: from now
+    /// on its reading is scrobbled.
+    async fn confirm_title_link(
+        &self,
+        ctx: &Context<'_>,
+        series_id: ID,
+    ) -> async_graphql::Result<TitleLink> {
+        let viewer = ctx.viewer()?;
+        let link = ctx
+            .service::<GatewayService>()?
+            .confirm_title_link(viewer.user_id, &series_id)
+            .await?;
+        Ok(TitleLink(link))
+    }
+
+    /// Links a Kavita series to the AniList media the viewer names
+    /// (checked with AniList's public catalog), confirmed.
+    async fn set_title_link(
+        &self,
+        ctx: &Context<'_>,
+        series_id: ID,
+        media_id: ID,
+    ) -> async_graphql::Result<TitleLink> {
+        let viewer = ctx.viewer()?;
+        let link = ctx
+            .service::<GatewayService>()?
+            .set_title_link(viewer.user_id, &series_id, &media_id)
+            .await?;
+        Ok(TitleLink(link))
     }
 
     /// Forgets the viewer's account at a provider (its stored credential
@@ -315,4 +504,183 @@ pub struct ProviderMetadata {
     /// The provider's answer (AniList: the GraphQL `data`; Kavita: its
     /// JSON).
     pub payload: Json<Value>,
+}
+
+async fn submit(
+    ctx: &Context<'_>,
+    provider: ProviderKind,
+    title_id: &str,
+    action: Action,
+    occurred_at: Option<DateTime<Utc>>,
+) -> async_graphql::Result<GatewayEvent> {
+    let viewer = ctx.viewer()?;
+    let event = ctx
+        .service::<GatewayService>()?
+        .submit(viewer, provider, title_id, action, occurred_at)
+        .await?;
+    Ok(GatewayEvent(event))
+}
+
+#[derive(Default)]
+pub struct GatewaySubscription;
+
+#[Subscription]
+impl GatewaySubscription {
+    /// The viewer's events as they change (admitted, waiting, confirmed);
+    /// `id` follows one.
+    async fn gateway_event_updated(
+        &self,
+        ctx: &Context<'_>,
+        id: Option<ID>,
+    ) -> async_graphql::Result<impl Stream<Item = async_graphql::Result<GatewayEvent>> + use<>>
+    {
+        let viewer = ctx.viewer()?.user_id;
+        let only = id.map(|id| id.to_string());
+        let bus = ctx.service::<Jobs>()?.bus();
+        Ok(follow(bus, move |event| {
+            let picked = (event.topic == TOPIC
+                && event.owner_id == Some(viewer)
+                && only.as_ref().is_none_or(|id| *id == event.aggregate_id))
+            .then(|| event.payload::<EventView>())
+            .flatten()
+            .map(GatewayEvent);
+            async move { picked }
+        }))
+    }
+}
+
+/// A personal action at a provider, pending until a read-back confirms it.
+pub struct GatewayEvent(pub EventView);
+
+#[Object]
+impl GatewayEvent {
+    /// The event's stable id (never reused).
+    async fn id(&self) -> ID {
+        ID(self.0.id.to_string())
+    }
+    async fn provider(&self) -> ProviderKind {
+        self.0.provider
+    }
+    async fn action(&self) -> ActionKind {
+        self.0.action
+    }
+    /// The provider's title id (Kavita series, AniList media).
+    async fn title_id(&self) -> ID {
+        ID(self.0.title_id.clone())
+    }
+    /// The action's value: `{"chapters": 12}`, `{"stars": 4.5}`, `{}`.
+    async fn value(&self) -> Json<Value> {
+        Json(self.0.value.clone())
+    }
+    async fn occurred_at(&self) -> DateTime<Utc> {
+        self.0.occurred_at
+    }
+    async fn status(&self) -> EventStatus {
+        self.0.status
+    }
+    /// Why it waits (or how it was confirmed), in words.
+    async fn reason(&self) -> Option<&str> {
+        self.0.reason.as_deref()
+    }
+    /// Delivery attempts that failed or did not confirm.
+    async fn attempts(&self) -> i32 {
+        self.0.attempts
+    }
+    /// The delivery task (see `task(id)`), while one drives it.
+    async fn task_id(&self) -> Option<ID> {
+        self.0.task_id.map(|id| ID(id.to_string()))
+    }
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.0.created_at
+    }
+    async fn updated_at(&self) -> DateTime<Utc> {
+        self.0.updated_at
+    }
+    async fn confirmed_at(&self) -> Option<DateTime<Utc>> {
+        self.0.confirmed_at
+    }
+}
+
+/// How a receipt is kept.
+#[derive(Enum, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ReceiptRetention {
+    /// Kept until an operator removes it (removals: repeating one could
+    /// delete an entry the user made again).
+    Protected,
+    /// Expires seven days after confirmation (a read-back can always
+    /// answer again); at most the newest 1,024 are kept.
+    Reconciled,
+}
+
+/// A confirmed completion at a provider.
+pub struct Receipt(pub entity::gateway_receipt::Model);
+
+#[Object]
+impl Receipt {
+    /// The event it confirms.
+    async fn event_id(&self) -> ID {
+        ID(self.0.event_id.to_string())
+    }
+    async fn provider(&self) -> Option<ProviderKind> {
+        ProviderKind::parse(&self.0.provider)
+    }
+    async fn action(&self) -> Option<ActionKind> {
+        ActionKind::parse(&self.0.action)
+    }
+    async fn title_id(&self) -> ID {
+        ID(self.0.title_id.clone())
+    }
+    /// The read-back that confirmed it (the provider's entry fields).
+    async fn response(&self) -> Json<Value> {
+        Json(serde_json::from_str(&self.0.response).unwrap_or(Value::Null))
+    }
+    async fn retention(&self) -> ReceiptRetention {
+        if self.0.retention == "PROTECTED" {
+            ReceiptRetention::Protected
+        } else {
+            ReceiptRetention::Reconciled
+        }
+    }
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.0.created_at
+    }
+    async fn expires_at(&self) -> Option<DateTime<Utc>> {
+        self.0.expires_at
+    }
+}
+
+/// Which AniList media a Kavita series is, for scrobbling.
+pub struct TitleLink(pub entity::gateway_title_link::Model);
+
+#[Object]
+impl TitleLink {
+    /// Kavita's series id.
+    async fn series_id(&self) -> ID {
+        ID(self.0.series_id.clone())
+    }
+    async fn series_name(&self) -> &str {
+        &self.0.series_name
+    }
+    /// AniList's media id; null when a search found nothing to propose.
+    async fn media_id(&self) -> Option<ID> {
+        self.0.media_id.clone().map(ID)
+    }
+    async fn media_title(&self) -> Option<&str> {
+        self.0.media_title.as_deref()
+    }
+    async fn state(&self) -> TitleLinkState {
+        if self.0.state == TitleLinkState::Confirmed.as_str() {
+            TitleLinkState::Confirmed
+        } else {
+            TitleLinkState::Proposed
+        }
+    }
+    /// `WEB_LINK` (the series' own metadata), `SEARCH` (a title search),
+    /// `USER` (set by the viewer).
+    async fn source(&self) -> &str {
+        &self.0.source
+    }
+    async fn updated_at(&self) -> DateTime<Utc> {
+        self.0.updated_at
+    }
 }

@@ -25,10 +25,11 @@ use serde::Deserialize;
 use url::Url;
 
 use super::{
+    action::{Action, ActionKind, RemoteEntry},
     cache,
     provider::{
         Account, FeatureSupport, GatewayFeature, LinkMethod, Metadata, MetadataKind, Needs,
-        Provider, ProviderError, ProviderKind,
+        Personal, Provider, ProviderError, ProviderKind,
     },
     upstream::{Upstream, host_key},
 };
@@ -182,6 +183,103 @@ impl Kavita {
     }
 }
 
+/// A series in a user's Kavita library (`SeriesDto`, the fields
+/// scrobbling reads).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SeriesSummary {
+    pub id: u32,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub pages_read: u32,
+    #[serde(default)]
+    pub user_rating: f64,
+}
+
+/// How many series one scrobbling pass reads from a library, at most.
+const MAX_LIBRARY_SERIES: usize = 10_000;
+/// Series per page of Kavita's list endpoints.
+const PAGE_SIZE: usize = 100;
+
+impl Kavita {
+    /// The user's series (`POST /api/Series/all-v2`, page by page), or
+    /// those on their Want to Read (`POST /api/want-to-read/v2`).
+    pub async fn series(
+        &self,
+        api_key: &str,
+        want_to_read: bool,
+    ) -> Result<Vec<SeriesSummary>, ProviderError> {
+        let path = if want_to_read {
+            "api/want-to-read/v2"
+        } else {
+            "api/Series/all-v2"
+        };
+        // An empty FilterV2Dto: every series the account may see.
+        let filter = serde_json::json!({
+            "statements": [], "combination": 1, "limitTo": 0,
+            "sortOptions": { "sortField": 1, "isAscending": true },
+        });
+        let body = serde_json::to_vec(&filter).expect("a JSON value serializes");
+        let mut all = Vec::new();
+        for page in 1.. {
+            let mut url = self.url(path)?;
+            url.query_pairs_mut()
+                .append_pair("PageNumber", &page.to_string())
+                .append_pair("PageSize", &PAGE_SIZE.to_string());
+            let answer = self
+                .call(api_key, Method::POST, &url, Some(body.clone()))
+                .await?;
+            refused(&answer)?;
+            let batch: Vec<SeriesSummary> = parse(&answer, path)?;
+            let last = batch.len() < PAGE_SIZE;
+            all.extend(batch);
+            if last || all.len() >= MAX_LIBRARY_SERIES {
+                break;
+            }
+        }
+        all.truncate(MAX_LIBRARY_SERIES);
+        Ok(all)
+    }
+
+    /// A series' volumes with the user's pages read
+    /// (`GET /api/Series/volumes?seriesId=`).
+    pub async fn volumes(
+        &self,
+        api_key: &str,
+        series: u32,
+    ) -> Result<Vec<super::scrobble::Volume>, ProviderError> {
+        let mut url = self.url("api/Series/volumes")?;
+        url.query_pairs_mut()
+            .append_pair("seriesId", &series.to_string());
+        let answer = self.call(api_key, Method::GET, &url, None).await?;
+        refused(&answer)?;
+        parse(&answer, "the series' volumes")
+    }
+
+    /// The AniList media a series' metadata web links name
+    /// (`GET /api/Series/metadata?seriesId=`).
+    pub async fn anilist_link(
+        &self,
+        api_key: &str,
+        series: u32,
+    ) -> Result<Option<i64>, ProviderError> {
+        let mut url = self.url("api/Series/metadata")?;
+        url.query_pairs_mut()
+            .append_pair("seriesId", &series.to_string());
+        let answer = self.call(api_key, Method::GET, &url, None).await?;
+        refused(&answer)?;
+        if answer.status == StatusCode::NO_CONTENT || answer.status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        let metadata: serde_json::Value = parse(&answer, "the series' metadata")?;
+        Ok(metadata
+            .get("webLinks")
+            .and_then(serde_json::Value::as_str)
+            .and_then(super::scrobble::anilist_id_in))
+    }
+}
+
 #[async_trait]
 impl Provider for Kavita {
     fn kind(&self) -> ProviderKind {
@@ -209,7 +307,14 @@ impl Provider for Kavita {
                 Needs::Public,
                 Some("read with the instance's catalog account, never a user's"),
             ),
-            feature(Progress, Needs::Account, None),
+            FeatureSupport {
+                feature: Progress,
+                supported: false,
+                needs: Needs::Account,
+                limitation: Some(
+                    "reading progress is read from Kavita (scrobbling), not written to it",
+                ),
+            },
             feature(Rating, Needs::Account, Some("0 to 5 stars")),
             feature(WantToRead, Needs::Account, None),
             feature(
@@ -279,9 +384,123 @@ impl Provider for Kavita {
         })
     }
 
+    fn writes(&self, kind: ActionKind) -> bool {
+        kind != ActionKind::Progress
+    }
+
+    async fn read_entry(
+        &self,
+        who: &Personal<'_>,
+        title: &str,
+        kind: ActionKind,
+    ) -> Result<RemoteEntry, ProviderError> {
+        let series = series_id(title)?;
+        match kind {
+            ActionKind::Rating => {
+                let url = self.url(&format!("api/Series/{series}"))?;
+                let answer = self.call(who.credential, Method::GET, &url, None).await?;
+                refused(&answer)?;
+                // 204: a series this account cannot see or Kavita does not have.
+                if answer.status == StatusCode::NO_CONTENT {
+                    return Err(ProviderError::NotFound(NAME));
+                }
+                let fields: serde_json::Map<String, serde_json::Value> =
+                    parse(&answer, "the series")?;
+                let stars = fields.get("userRating").and_then(serde_json::Value::as_f64);
+                Ok(RemoteEntry {
+                    listed: true,
+                    stars,
+                    fields: fields
+                        .into_iter()
+                        .filter(|(name, _)| name == "userRating" || name == "id")
+                        .collect(),
+                    ..RemoteEntry::default()
+                })
+            }
+            ActionKind::WantToRead | ActionKind::Removal => {
+                let mut url = self.url("api/want-to-read")?;
+                url.query_pairs_mut()
+                    .append_pair("seriesId", &series.to_string());
+                let answer = self.call(who.credential, Method::GET, &url, None).await?;
+                refused(&answer)?;
+                let listed: bool = parse(&answer, "want-to-read")?;
+                Ok(RemoteEntry {
+                    listed,
+                    fields: [("wantToRead".to_owned(), listed.into())]
+                        .into_iter()
+                        .collect(),
+                    ..RemoteEntry::default()
+                })
+            }
+            ActionKind::Progress => Err(ProviderError::Unsupported(
+                "Kavita's reading progress is not written by the gateway",
+            )),
+        }
+    }
+
+    async fn write(
+        &self,
+        who: &Personal<'_>,
+        title: &str,
+        action: &Action,
+        _entry: &RemoteEntry,
+    ) -> Result<(), ProviderError> {
+        let series = series_id(title)?;
+        let (path, body) = match action {
+            Action::Rating { stars } => (
+                "api/Series/update-rating",
+                serde_json::json!({ "seriesId": series, "userRating": stars }),
+            ),
+            Action::WantToRead => (
+                "api/want-to-read/add-series",
+                serde_json::json!({ "seriesIds": [series] }),
+            ),
+            Action::Removal => (
+                "api/want-to-read/remove-series",
+                serde_json::json!({ "seriesIds": [series] }),
+            ),
+            Action::Progress { .. } => {
+                return Err(ProviderError::Unsupported(
+                    "Kavita's reading progress is not written by the gateway",
+                ));
+            }
+        };
+        let url = self.url(path)?;
+        let body = serde_json::to_vec(&body).expect("a JSON value serializes");
+        let answer = self
+            .call(who.credential, Method::POST, &url, Some(body))
+            .await?;
+        refused(&answer)?;
+        if answer.status.is_success() {
+            Ok(())
+        } else {
+            Err(ProviderError::Unexpected {
+                provider: NAME,
+                what: format!("{path} answered HTTP {}", answer.status.as_u16()),
+            })
+        }
+    }
+
     async fn probe_public(&self) -> Result<(), ProviderError> {
         let key = self.catalog_key()?.to_owned();
         self.authenticate(&key).await.map(|_| ())
+    }
+}
+
+fn series_id(title: &str) -> Result<u32, ProviderError> {
+    title
+        .trim()
+        .parse()
+        .map_err(|_| ProviderError::NotFound(NAME))
+}
+
+/// A 401 that survived re-authentication: the user's key no longer works.
+/// A 403 is Kavita's answer for a series the account may not see.
+fn refused(answer: &Fetched) -> Result<(), ProviderError> {
+    match answer.status {
+        StatusCode::UNAUTHORIZED => Err(ProviderError::CredentialRefused(NAME)),
+        StatusCode::FORBIDDEN => Err(ProviderError::NotFound(NAME)),
+        _ => Ok(()),
     }
 }
 

@@ -15,11 +15,25 @@ use chrono::{DateTime, Utc};
 use secrecy::SecretString;
 use url::Url;
 
+use super::action::{Action, ActionKind, RemoteEntry};
 use crate::{error::AppError, httpc::FetchError};
 
 /// The providers the gateway speaks to.
-#[derive(Enum, Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Enum,
+    Copy,
+    Clone,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[graphql(name = "Provider")]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ProviderKind {
     Kavita,
     Anilist,
@@ -263,4 +277,56 @@ pub trait Provider: Send + Sync {
 
     /// Whether public reads work now (for `checkProvider`).
     async fn probe_public(&self) -> Result<(), ProviderError>;
+
+    /// Whether the provider carries `kind` as a personal write. The
+    /// manifest's features say the same in words.
+    fn writes(&self, _kind: ActionKind) -> bool {
+        false
+    }
+
+    /// Reads the user's entry for `title` (a read-back), as far as an
+    /// action of `kind` needs, always with the user's own credential. An
+    /// entry the user does not have is [`RemoteEntry::default`], not an
+    /// error.
+    async fn read_entry(
+        &self,
+        _who: &Personal<'_>,
+        _title: &str,
+        _kind: ActionKind,
+    ) -> Result<RemoteEntry, ProviderError> {
+        Err(ProviderError::Unsupported(
+            "this provider takes no personal actions",
+        ))
+    }
+
+    /// Sends `action` for `title` with the user's own credential. Success
+    /// here confirms nothing: only a read-back showing the value does.
+    /// `entry` is what the read-back before it found (for a removal, the
+    /// entry to delete).
+    async fn write(
+        &self,
+        _who: &Personal<'_>,
+        _title: &str,
+        _action: &Action,
+        _entry: &RemoteEntry,
+    ) -> Result<(), ProviderError> {
+        Err(ProviderError::Unsupported(
+            "this provider takes no personal actions",
+        ))
+    }
+
+    /// Whether removing `entry` keeps everything but the list entry itself
+    /// (seed: "preserve remote progress, rating, history and auxiliary
+    /// fields"); `Err` says which fields hold what would be lost.
+    fn removal_precondition(&self, _entry: &RemoteEntry) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A user's own account at a provider, for a personal action. Never the
+/// instance's catalog credential.
+pub struct Personal<'a> {
+    pub credential: &'a str,
+    /// The account's id at the provider, where it has one (AniList).
+    pub remote_user_id: Option<&'a str>,
 }

@@ -11,9 +11,11 @@ use chrono::{DateTime, Utc};
 use secrecy::ExposeSecret;
 
 use super::{
+    action::{self, Action},
     anilist::AniList,
     cache::{Fingerprint, MetadataCache},
     cooldown::Cooldowns,
+    events::{Admission, EventStatus, EventView, Events},
     kavita::Kavita,
     links::{Link, LinkStatus, Links, pkce_challenge},
     provider::{
@@ -24,31 +26,47 @@ use crate::{
     auth::Viewer,
     domain::PublicUrl,
     error::{AppError, AppResult},
+    graphql::pagination::{KeyValue, Keyset, KeysetConnection, PageRequest, try_paginate},
+    jobs::Jobs,
 };
 
 /// The manifest's protocol version: bumped when its meaning changes.
 pub const PROTOCOL_VERSION: i32 = 1;
 /// The longest id or query a public lookup takes.
 const MAX_LOOKUP_CHARS: usize = 256;
+/// The longest title id an event takes (the column's width).
+const MAX_TITLE_CHARS: usize = 64;
 
-/// Every provider, by kind: one line per provider.
+/// Every provider, by kind: one line per provider. Kavita is also kept
+/// as itself: scrobbling reads its library, which no other provider has.
 #[derive(Clone)]
-pub struct Providers(BTreeMap<ProviderKind, Arc<dyn Provider>>);
+pub struct Providers {
+    all: BTreeMap<ProviderKind, Arc<dyn Provider>>,
+    kavita: Arc<Kavita>,
+}
 
 impl Providers {
     pub fn new(kavita: Kavita, anilist: AniList) -> Self {
-        let providers: [Arc<dyn Provider>; 2] = [Arc::new(kavita), Arc::new(anilist)];
-        Providers(providers.into_iter().map(|p| (p.kind(), p)).collect())
+        let kavita = Arc::new(kavita);
+        let providers: [Arc<dyn Provider>; 2] = [kavita.clone(), Arc::new(anilist)];
+        Providers {
+            all: providers.into_iter().map(|p| (p.kind(), p)).collect(),
+            kavita,
+        }
+    }
+
+    pub fn kavita(&self) -> &Kavita {
+        &self.kavita
     }
 
     pub fn get(&self, kind: ProviderKind) -> &Arc<dyn Provider> {
-        self.0
+        self.all
             .get(&kind)
             .expect("every provider kind is registered")
     }
 
     pub fn all(&self) -> impl Iterator<Item = &Arc<dyn Provider>> {
-        self.0.values()
+        self.all.values()
     }
 }
 
@@ -112,26 +130,39 @@ pub struct StartedLink {
 
 #[derive(Clone)]
 pub struct GatewayService {
+    admission: Arc<super::saved::SavedManifest>,
     providers: Providers,
     links: Links,
     cooldowns: Cooldowns,
+    events: Events,
+    jobs: Jobs,
     cache: Arc<Mutex<MetadataCache>>,
     public_url: PublicUrl,
 }
 
+/// What the service is built from.
+pub struct Parts {
+    /// The capability manifest new events are admitted against (the last
+    /// valid one, `independent-actions.json`).
+    pub admission: super::saved::SavedManifest,
+    pub providers: Providers,
+    pub links: Links,
+    pub cooldowns: Cooldowns,
+    pub events: Events,
+    pub public_url: PublicUrl,
+}
+
 impl GatewayService {
-    pub fn new(
-        providers: Providers,
-        links: Links,
-        cooldowns: Cooldowns,
-        public_url: PublicUrl,
-    ) -> Self {
+    pub fn new(parts: Parts, jobs: Jobs) -> Self {
         GatewayService {
-            providers,
-            links,
-            cooldowns,
+            admission: Arc::new(parts.admission),
+            providers: parts.providers,
+            links: parts.links,
+            cooldowns: parts.cooldowns,
+            events: parts.events,
+            jobs,
             cache: Arc::default(),
-            public_url,
+            public_url: parts.public_url,
         }
     }
 
@@ -228,9 +259,19 @@ impl GatewayService {
             }
             Err(error) => return Err(error.into()),
         };
-        self.links
+        let link = self
+            .links
             .save(viewer.user_id, provider, api_key, &account, None)
-            .await
+            .await?;
+        self.resume_waiting(viewer, provider).await?;
+        Ok(link)
+    }
+
+    /// Events that waited for this link go on.
+    async fn resume_waiting(&self, viewer: &Viewer, provider: ProviderKind) -> AppResult<()> {
+        let tasks = self.events.resume_waiting(viewer.user_id, provider).await?;
+        self.jobs.after_commit_all(&tasks).await;
+        Ok(())
     }
 
     /// Removes the viewer's link; whether there was one.
@@ -282,7 +323,8 @@ impl GatewayService {
             .exchange_code(code, &callback, verifier.as_deref())
             .await?;
         let account = handler.verify(issued.token.expose_secret()).await?;
-        self.links
+        let link = self
+            .links
             .save(
                 viewer.user_id,
                 provider,
@@ -290,7 +332,9 @@ impl GatewayService {
                 &account,
                 issued.expires_at,
             )
-            .await
+            .await?;
+        self.resume_waiting(viewer, provider).await?;
+        Ok(link)
     }
 
     /// Consumes a state the provider sent back with an error (the user
@@ -416,5 +460,196 @@ impl GatewayService {
             payload,
             cached: false,
         })
+    }
+}
+
+impl GatewayService {
+    /// Admits a personal action of the viewer as an event (delivered by
+    /// the runner, pending until a read-back confirms it). The same action
+    /// at the same `occurred_at` is the same event: submitting it again
+    /// returns it and sends nothing.
+    pub async fn submit(
+        &self,
+        viewer: &Viewer,
+        provider: ProviderKind,
+        title_id: &str,
+        action: Action,
+        occurred_at: Option<DateTime<Utc>>,
+    ) -> AppResult<EventView> {
+        let title = title_id.trim();
+        if title.is_empty()
+            || title.chars().count() > MAX_TITLE_CHARS
+            || title.chars().any(char::is_control)
+        {
+            return Err(AppError::bad_input(
+                "titleId",
+                format!("titleId must be 1 to {MAX_TITLE_CHARS} characters"),
+            ));
+        }
+        if let Some((field, message)) = action.invalid() {
+            return Err(AppError::bad_input(field, message));
+        }
+        // Admission reads the saved manifest; delivery asks the provider
+        // again (seed 003: "delivery still requires fresh availability").
+        let handler = self.providers.get(provider);
+        if !self.admission.supports(provider, feature_of(action.kind()))
+            || !handler.writes(action.kind())
+        {
+            let limitation = handler
+                .features()
+                .into_iter()
+                .find(|support| support.feature == feature_of(action.kind()))
+                .and_then(|support| support.limitation)
+                .unwrap_or("not supported");
+            return Err(AppError::bad_input(
+                "provider",
+                format!("{}: {limitation}", provider.display()),
+            ));
+        }
+        let now = Utc::now();
+        let occurred_at = occurred_at.unwrap_or(now);
+        if occurred_at > now + chrono::TimeDelta::minutes(5) {
+            return Err(AppError::bad_input(
+                "occurredAt",
+                "occurredAt is in the future",
+            ));
+        }
+        self.admit(viewer.user_id, provider, title, action, occurred_at, false)
+            .await
+    }
+
+    /// An event the scrobbler found in the user's Kavita reading, for
+    /// AniList; what it admits is remembered so the change is sent once.
+    pub(super) async fn admit_scrobbled(
+        &self,
+        user: uuid::Uuid,
+        media: &str,
+        action: Action,
+    ) -> AppResult<EventView> {
+        self.admit(user, ProviderKind::Anilist, media, action, Utc::now(), true)
+            .await
+    }
+
+    async fn admit(
+        &self,
+        user: uuid::Uuid,
+        provider: ProviderKind,
+        title: &str,
+        action: Action,
+        occurred_at: DateTime<Utc>,
+        scrobbled: bool,
+    ) -> AppResult<EventView> {
+        let occurred_at = chrono::SubsecRound::trunc_subsecs(occurred_at, 6);
+        // The account: ours, and the provider's where the link names one,
+        // so the same action on another account is another event.
+        let remote = self
+            .links
+            .list(user)
+            .await?
+            .into_iter()
+            .find(|link| link.provider == provider)
+            .and_then(|link| link.remote_user_id);
+        let account = format!("{user}/{}", remote.as_deref().unwrap_or("-"));
+        let fingerprint = action::fingerprint(provider, &account, title, &action, occurred_at);
+        let (view, task) = self
+            .events
+            .admit(Admission {
+                user,
+                provider,
+                title: title.to_owned(),
+                action,
+                occurred_at,
+                fingerprint,
+                scrobbled,
+            })
+            .await?;
+        if let Some(task) = task {
+            self.jobs.after_commit(Some(&task)).await;
+        }
+        Ok(view)
+    }
+
+    pub(super) fn db(&self) -> &sea_orm::DatabaseConnection {
+        self.events.db()
+    }
+
+    pub(super) fn link_store(&self) -> &Links {
+        &self.links
+    }
+
+    pub(super) fn kavita(&self) -> &Kavita {
+        self.providers.kavita()
+    }
+
+    /// Asks for the viewer's Kavita reading to be scrobbled now.
+    pub async fn request_scrobble(&self, viewer: &Viewer) -> AppResult<entity::task::Model> {
+        Ok(self
+            .jobs
+            .enqueue(super::scrobbler::user_task(viewer.user_id))
+            .await?
+            .task)
+    }
+
+    /// The viewer's events, newest first.
+    pub async fn events<N: async_graphql::OutputType>(
+        &self,
+        viewer: &Viewer,
+        status: Option<EventStatus>,
+        page: PageRequest,
+        node: impl Fn(EventView) -> N,
+    ) -> AppResult<KeysetConnection<N>> {
+        use entity::gateway_event::Column;
+        try_paginate(
+            self.events.db(),
+            self.events.list(viewer.user_id, status),
+            Keyset::descending(vec![Column::Id]),
+            page,
+            |row| vec![KeyValue::Uuid(row.id)],
+            |row| EventView::from_row(&row).map(&node),
+        )
+        .await
+    }
+
+    /// One of the viewer's events.
+    pub async fn event(&self, viewer: &Viewer, id: uuid::Uuid) -> AppResult<Option<EventView>> {
+        Ok(self
+            .events
+            .get(id)
+            .await?
+            .filter(|event| event.user_id == viewer.user_id))
+    }
+
+    /// The viewer's receipts, newest first.
+    pub async fn receipts<N: async_graphql::OutputType>(
+        &self,
+        viewer: &Viewer,
+        page: PageRequest,
+        node: impl Fn(entity::gateway_receipt::Model) -> N,
+    ) -> AppResult<KeysetConnection<N>> {
+        use entity::gateway_receipt::Column;
+        try_paginate(
+            self.events.db(),
+            self.events.receipts(viewer.user_id),
+            Keyset::descending(vec![Column::CreatedAt, Column::Fingerprint]),
+            page,
+            |row| {
+                vec![
+                    KeyValue::Time(row.created_at),
+                    KeyValue::Text(row.fingerprint.clone()),
+                ]
+            },
+            |row| Ok(node(row)),
+        )
+        .await
+    }
+}
+
+/// The manifest's feature for an action.
+fn feature_of(kind: action::ActionKind) -> GatewayFeature {
+    match kind {
+        action::ActionKind::Progress => GatewayFeature::Progress,
+        action::ActionKind::Rating => GatewayFeature::Rating,
+        action::ActionKind::WantToRead => GatewayFeature::WantToRead,
+        action::ActionKind::Removal => GatewayFeature::Removal,
     }
 }

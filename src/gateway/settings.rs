@@ -66,6 +66,18 @@ pub struct Settings {
         global = true
     )]
     pub anilist_requests_per_minute: u32,
+
+    /// Seconds between scrobbling runs (Kavita reading → AniList events)
+    /// for every user with both accounts linked; 0 turns the schedule off
+    /// (`scrobbleKavita` still runs one user's on request).
+    #[arg(
+        long,
+        env = "TRELLIS_GATEWAY_SCROBBLE_INTERVAL",
+        default_value_t = 900,
+        value_parser = clap::value_parser!(u64).range(0..=604_800),
+        global = true
+    )]
+    pub gateway_scrobble_interval: u64,
 }
 
 impl Settings {

@@ -17,13 +17,13 @@ use crate::{
     on_both_backends,
 };
 
-struct Setup {
-    app: TestApp,
-    kavita: Served<FakeKavita>,
-    anilist: Served<FakeAniList>,
+pub(crate) struct Setup {
+    pub app: TestApp,
+    pub kavita: Served<FakeKavita>,
+    pub anilist: Served<FakeAniList>,
 }
 
-async fn start(backend: Backend) -> Setup {
+pub(crate) async fn start(backend: Backend) -> Setup {
     let kavita = serve_kavita(FakeKavita::new(&[
         ("catalog-key", "catalog"),
         ("alice-kavita-key", "alice"),
@@ -42,7 +42,9 @@ async fn start(backend: Backend) -> Setup {
             )
             .env("TRELLIS_ANILIST_OAUTH_URL", anilist.base.as_str())
             .env("TRELLIS_ANILIST_CLIENT_ID", &anilist.fake.client_id)
-            .env("TRELLIS_ANILIST_CLIENT_SECRET", &anilist.fake.client_secret),
+            .env("TRELLIS_ANILIST_CLIENT_SECRET", &anilist.fake.client_secret)
+            // Loopback fakes: no need to pace at AniList's degraded 30 a minute.
+            .env("TRELLIS_ANILIST_REQUESTS_PER_MINUTE", "600"),
     )
     .await;
     Setup {
@@ -115,7 +117,7 @@ async fn code_of(response: reqwest::Response) -> (u16, Option<String>) {
 }
 
 /// Links `user`'s AniList account (AniList user `id`, `name`) end to end.
-async fn link_anilist(setup: &Setup, user: &Tokens, id: i64, name: &str) {
+pub(crate) async fn link_anilist(setup: &Setup, user: &Tokens, id: i64, name: &str) {
     let authorize = start_link(&setup.app, user).await;
     let code = setup.anilist.fake.consent(id, name);
     let response = callback(
@@ -127,7 +129,11 @@ async fn link_anilist(setup: &Setup, user: &Tokens, id: i64, name: &str) {
     assert_eq!(response.status().as_u16(), 303);
 }
 
-async fn link_kavita(app: &TestApp, user: &Tokens, key: &str) -> crate::helpers::GqlResponse {
+pub(crate) async fn link_kavita(
+    app: &TestApp,
+    user: &Tokens,
+    key: &str,
+) -> crate::helpers::GqlResponse {
     app.gql(
         "mutation($k: String!) { linkKavita(apiKey: $k) { provider status accountName } }",
         json!({ "k": key }),
@@ -728,7 +734,12 @@ async fn the_manifest_says_what_is_supported_configured_and_limited(backend: Bac
 
     link_kavita(app, &alice, "alice-kavita-key").await;
     let half = manifest().await;
-    assert_eq!(feature(&half, "KAVITA", "PROGRESS")["configured"], true);
+    assert_eq!(feature(&half, "KAVITA", "RATING")["configured"], true);
+    // Kavita is where reading is read from, not written to.
+    let kavita_progress = feature(&half, "KAVITA", "PROGRESS");
+    assert_eq!(kavita_progress["supported"], false);
+    assert_eq!(kavita_progress["configured"], false);
+    assert!(kavita_progress["limitation"].is_string());
     assert_eq!(
         feature(&half, "ANILIST", "SCROBBLE_FROM_KAVITA")["configured"],
         false,
@@ -744,7 +755,7 @@ async fn the_manifest_says_what_is_supported_configured_and_limited(backend: Bac
     let bob = app.member("bob").await;
     let bobs = app.gql(query, json!({})).bearer(&bob.access).send().await;
     assert_eq!(
-        feature(&bobs.data()["gatewayCapabilities"], "KAVITA", "PROGRESS")["configured"],
+        feature(&bobs.data()["gatewayCapabilities"], "KAVITA", "RATING")["configured"],
         false
     );
 }

@@ -11,14 +11,23 @@
 //!   every answer; a bad token fails the whole request with HTTP 400
 //!   `Invalid token`, public fields included; an unknown `Media` is 404
 //!   `Not Found.`; `POST /api/v2/oauth/token` trades a code (once) for a
-//!   token, `invalid_grant` otherwise.
+//!   token, `invalid_grant` otherwise. The viewer's list: `MediaList(userId,
+//!   mediaId)` (404 `Not Found.` for no entry), `SaveMediaListEntry`
+//!   (creates or updates; `score` in the user's format),
+//!   `DeleteMediaListEntry(id)` — only with a token of that user.
+//!
+//! Both count personal writes per user and title and notice writes to one
+//! title that overlap; both can be told to apply a write and then fail
+//! (an ambiguous outcome), and Kavita to answer success while storing
+//! nothing (its real quirk).
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     sync::{
         Mutex,
-        atomic::{AtomicI64, AtomicU64, Ordering},
+        atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering},
     },
+    time::Duration,
 };
 
 use axum::{
@@ -40,6 +49,69 @@ fn json_answer(status: u16, headers: Vec<(&'static str, String)>, body: Value) -
     Canned(status, headers, body.to_string().into_bytes())
 }
 
+/// Personal writes a fake saw: per user and title, how many, and whether
+/// two for one title were ever in flight at once.
+#[derive(Default)]
+pub struct Writes {
+    counts: Mutex<HashMap<(String, String), u32>>,
+    in_flight: Mutex<HashSet<(String, String)>>,
+    now: AtomicU32,
+    /// The most writes in flight at once, any titles.
+    pub most_at_once: AtomicU32,
+    /// Writes that started while another for the same title was in flight.
+    pub overlaps: AtomicU32,
+    /// How long each write takes (to let overlaps show).
+    pub delay_ms: AtomicU64,
+    /// The next this many writes are applied and then answered 500.
+    pub fail_after_apply: AtomicU32,
+}
+
+impl Writes {
+    /// Writes seen for `user` and `title`.
+    pub fn count(&self, user: &str, title: &str) -> u32 {
+        self.counts
+            .lock()
+            .unwrap()
+            .get(&(user.to_owned(), title.to_owned()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn total(&self) -> u32 {
+        self.counts.lock().unwrap().values().sum()
+    }
+
+    async fn begin(&self, user: &str, title: &str) {
+        let key = (user.to_owned(), title.to_owned());
+        *self.counts.lock().unwrap().entry(key.clone()).or_default() += 1;
+        if !self.in_flight.lock().unwrap().insert(key) {
+            self.overlaps.fetch_add(1, Ordering::SeqCst);
+        }
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_at_once.fetch_max(now, Ordering::SeqCst);
+        let delay = self.delay_ms.load(Ordering::SeqCst);
+        if delay > 0 {
+            // Simulated upstream latency, so concurrent writes overlap.
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
+    }
+
+    fn end(&self, user: &str, title: &str) {
+        self.in_flight
+            .lock()
+            .unwrap()
+            .remove(&(user.to_owned(), title.to_owned()));
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Whether this (applied) write answers 500 instead of success.
+    fn fails_after_apply(&self) -> bool {
+        self.fail_after_apply
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+    }
+}
+
 // ---------------------------------------------------------------- Kavita
 
 pub struct FakeKavita {
@@ -50,6 +122,13 @@ pub struct FakeKavita {
     /// they expired).
     generation: AtomicU64,
     series: HashMap<u64, Value>,
+    /// (user, series) on Want to Read.
+    pub want_to_read: Mutex<HashSet<(String, u64)>>,
+    /// (user, series) → rating.
+    pub ratings: Mutex<HashMap<(String, u64), f64>>,
+    pub writes: Writes,
+    /// The next this many writes answer 200 `true` and store nothing.
+    pub ignore_writes: AtomicU32,
 }
 
 impl FakeKavita {
@@ -74,6 +153,10 @@ impl FakeKavita {
             ]
             .into_iter()
             .collect(),
+            want_to_read: Mutex::default(),
+            ratings: Mutex::default(),
+            writes: Writes::default(),
+            ignore_writes: AtomicU32::new(0),
         }
     }
 
@@ -156,17 +239,35 @@ async fn kavita(
             }
         };
     }
-    if fake.user_of(&headers).is_none() {
+    let Some(user) = fake.user_of(&headers) else {
         return Canned(
             401,
             vec![("www-authenticate", "Bearer error=\"invalid_token\"".into())],
             Vec::new(),
         )
         .into_response();
+    };
+    if let Some(answer) = kavita_personal(&fake, &user, &method, &seen).await {
+        return answer.into_response();
     }
     if let Some(id) = seen.path.strip_prefix("/api/Series/") {
-        return match id.parse::<u64>().ok().and_then(|id| fake.series.get(&id)) {
-            Some(series) => json_answer(200, vec![], series.clone()).into_response(),
+        return match id
+            .parse::<u64>()
+            .ok()
+            .and_then(|id| fake.series.get(&id).map(|s| (id, s)))
+        {
+            Some((id, series)) => {
+                let mut series = series.clone();
+                let rating = fake
+                    .ratings
+                    .lock()
+                    .unwrap()
+                    .get(&(user.clone(), id))
+                    .copied();
+                series["userRating"] = json!(rating.unwrap_or(0.0));
+                series["hasUserRated"] = json!(rating.is_some());
+                json_answer(200, vec![], series).into_response()
+            }
             None => Canned(204, vec![], Vec::new()).into_response(),
         };
     }
@@ -187,6 +288,68 @@ async fn kavita(
     Canned(404, vec![], Vec::new()).into_response()
 }
 
+/// Kavita's Want to Read and rating routes, for `user`.
+async fn kavita_personal(
+    fake: &FakeKavita,
+    user: &str,
+    method: &Method,
+    seen: &crate::docs_fakes::Seen,
+) -> Option<Canned> {
+    match (method.clone(), seen.path.as_str()) {
+        (Method::GET, "/api/want-to-read") => {
+            let series: u64 = seen.query.get("seriesId")?.parse().ok()?;
+            let listed = fake
+                .want_to_read
+                .lock()
+                .unwrap()
+                .contains(&(user.to_owned(), series));
+            Some(json_answer(200, vec![], json!(listed)))
+        }
+        (Method::POST, "/api/want-to-read/add-series" | "/api/want-to-read/remove-series")
+        | (Method::POST, "/api/Series/update-rating") => {
+            let series: Vec<u64> = match seen.path.as_str() {
+                "/api/Series/update-rating" => vec![seen.body["seriesId"].as_u64()?],
+                _ => serde_json::from_value(seen.body["seriesIds"].clone()).ok()?,
+            };
+            for id in &series {
+                fake.writes.begin(user, &id.to_string()).await;
+            }
+            let ignored = fake
+                .ignore_writes
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+            if !ignored {
+                for id in &series {
+                    let key = (user.to_owned(), *id);
+                    match seen.path.as_str() {
+                        "/api/want-to-read/add-series" => {
+                            fake.want_to_read.lock().unwrap().insert(key);
+                        }
+                        "/api/want-to-read/remove-series" => {
+                            fake.want_to_read.lock().unwrap().remove(&key);
+                        }
+                        _ => {
+                            let rating = seen.body["userRating"].as_f64()?;
+                            fake.ratings.lock().unwrap().insert(key, rating);
+                        }
+                    }
+                }
+            }
+            let failed = fake.writes.fails_after_apply();
+            for id in &series {
+                fake.writes.end(user, &id.to_string());
+            }
+            Some(if failed {
+                Canned(500, vec![], b"Internal Server Error".to_vec())
+            } else {
+                // Kavita answers success whether or not it stored anything.
+                json_answer(200, vec![], json!(true))
+            })
+        }
+        _ => None,
+    }
+}
+
 // --------------------------------------------------------------- AniList
 
 pub struct FakeAniList {
@@ -201,6 +364,11 @@ pub struct FakeAniList {
     media: HashMap<i64, Value>,
     /// What `X-RateLimit-Remaining` says next.
     remaining: AtomicI64,
+    /// (user id, media id) → the list entry's fields.
+    pub entries: Mutex<HashMap<(i64, i64), Value>>,
+    pub writes: Writes,
+    /// Each user's score format.
+    pub score_format: Mutex<String>,
 }
 
 impl FakeAniList {
@@ -235,7 +403,28 @@ impl FakeAniList {
             .into_iter()
             .collect(),
             remaining: AtomicI64::new(89),
+            entries: Mutex::default(),
+            writes: Writes::default(),
+            score_format: Mutex::new("POINT_10".into()),
         }
+    }
+
+    /// Puts an entry on `user`'s list (as if made on AniList's site).
+    pub fn put_entry(&self, user: i64, media: i64, mut fields: Value) {
+        let id = self.next.fetch_add(1, Ordering::SeqCst) + 1000;
+        fields["id"] = json!(id);
+        fields["mediaId"] = json!(media);
+        self.entries.lock().unwrap().insert((user, media), fields);
+    }
+
+    pub fn entry(&self, user: i64, media: i64) -> Option<Value> {
+        self.entries.lock().unwrap().get(&(user, media)).cloned()
+    }
+
+    /// The user a bearer token belongs to, if any.
+    fn user_of(&self, seen: &crate::docs_fakes::Seen) -> Option<i64> {
+        let token = seen.authorization.as_deref()?.strip_prefix("Bearer ")?;
+        self.tokens.lock().unwrap().get(token).map(|(id, _)| *id)
     }
 
     /// The user consents on AniList's page: the code the provider sends
@@ -288,7 +477,28 @@ async fn anilist(
     }
     match (method, seen.path.as_str()) {
         (Method::POST, "/api/v2/oauth/token") => token(&fake, &seen.body).into_response(),
-        (Method::POST, "/graphql") => graphql(&fake, &seen).into_response(),
+        (Method::POST, "/graphql") => {
+            let query = seen.body["query"].as_str().unwrap_or_default().to_owned();
+            let write =
+                query.contains("SaveMediaListEntry") || query.contains("DeleteMediaListEntry");
+            match (write, fake.user_of(&seen)) {
+                (true, Some(user)) => {
+                    let media = write_target(&fake, user, &seen.body["variables"]);
+                    fake.writes.begin(&user.to_string(), &media).await;
+                    let mut answer = graphql(&fake, &seen);
+                    if answer.0 == 200 && fake.writes.fails_after_apply() {
+                        answer = json_answer(
+                            500,
+                            vec![],
+                            json!({ "errors": [{ "message": "Internal Server Error", "status": 500 }], "data": null }),
+                        );
+                    }
+                    fake.writes.end(&user.to_string(), &media);
+                    answer.into_response()
+                }
+                _ => graphql(&fake, &seen).into_response(),
+            }
+        }
         _ => Canned(404, vec![], Vec::new()).into_response(),
     }
 }
@@ -340,13 +550,23 @@ fn graphql(fake: &FakeAniList, seen: &crate::docs_fakes::Seen) -> Canned {
             }
         }
     };
+    if let Some(answer) = personal(
+        fake,
+        viewer.as_ref().map(|(id, _)| *id),
+        query,
+        variables,
+        &limits,
+    ) {
+        return answer;
+    }
     if query.contains("Viewer") {
+        let format = fake.score_format.lock().unwrap().clone();
         return match viewer {
             Some((id, name)) => json_answer(
                 200,
                 limits,
                 json!({ "data": { "Viewer": { "id": id, "name": name,
-                    "mediaListOptions": { "scoreFormat": "POINT_10" } } } }),
+                    "mediaListOptions": { "scoreFormat": format } } } }),
             ),
             None => json_answer(
                 401,
@@ -396,4 +616,111 @@ fn graphql(fake: &FakeAniList, seen: &crate::docs_fakes::Seen) -> Canned {
         limits,
         json!({ "errors": [{ "message": "Unsupported query in the fake", "status": 400 }], "data": null }),
     )
+}
+
+/// The media a write names (Delete names the entry's id).
+fn write_target(fake: &FakeAniList, user: i64, variables: &Value) -> String {
+    if let Some(media) = variables["mediaId"].as_i64() {
+        return media.to_string();
+    }
+    let id = variables["id"].as_i64().unwrap_or_default();
+    fake.entries
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|((owner, _), entry)| *owner == user && entry["id"] == id)
+        .map(|((_, media), _)| media.to_string())
+        .unwrap_or_default()
+}
+
+/// The list operations, for the token's user only.
+fn personal(
+    fake: &FakeAniList,
+    viewer: Option<i64>,
+    query: &str,
+    variables: &Value,
+    limits: &[(&'static str, String)],
+) -> Option<Canned> {
+    let unauthorized = || {
+        json_answer(
+            401,
+            limits.to_vec(),
+            json!({ "errors": [{ "message": "Unauthorized.", "status": 401 }], "data": null }),
+        )
+    };
+    let not_found = |field: &str| {
+        let mut data = serde_json::Map::new();
+        data.insert(field.to_owned(), Value::Null);
+        json_answer(
+            404,
+            limits.to_vec(),
+            json!({ "errors": [{ "message": "Not Found.", "status": 404 }], "data": data }),
+        )
+    };
+    if query.contains("SaveMediaListEntry") {
+        let Some(user) = viewer else {
+            return Some(unauthorized());
+        };
+        let media = variables["mediaId"].as_i64()?;
+        if !fake.media.contains_key(&media) {
+            return Some(not_found("SaveMediaListEntry"));
+        }
+        let mut entries = fake.entries.lock().unwrap();
+        let next = fake.next.fetch_add(1, Ordering::SeqCst) + 1000;
+        let entry = entries.entry((user, media)).or_insert_with(|| {
+            json!({ "id": next, "mediaId": media, "status": "CURRENT", "progress": 0,
+                "score": 0, "notes": null })
+        });
+        for field in ["progress", "score", "status"] {
+            if !variables[field].is_null() {
+                entry[field] = variables[field].clone();
+            }
+        }
+        if query.contains("status: PLANNING") {
+            entry["status"] = json!("PLANNING");
+        }
+        let answer = entry.clone();
+        return Some(json_answer(
+            200,
+            limits.to_vec(),
+            json!({ "data": { "SaveMediaListEntry": answer } }),
+        ));
+    }
+    if query.contains("DeleteMediaListEntry") {
+        let Some(user) = viewer else {
+            return Some(unauthorized());
+        };
+        let id = variables["id"].as_i64()?;
+        let mut entries = fake.entries.lock().unwrap();
+        let key = entries
+            .iter()
+            .find(|((owner, _), entry)| *owner == user && entry["id"] == id)
+            .map(|(key, _)| *key);
+        let deleted = key.and_then(|key| entries.remove(&key)).is_some();
+        return Some(json_answer(
+            200,
+            limits.to_vec(),
+            json!({ "data": { "DeleteMediaListEntry": { "deleted": deleted } } }),
+        ));
+    }
+    if query.contains("MediaList(") {
+        let Some(viewer) = viewer else {
+            return Some(unauthorized());
+        };
+        let user = variables["userId"].as_i64()?;
+        let media = variables["mediaId"].as_i64()?;
+        // A list is public on AniList, but the fake only serves its owner.
+        if user != viewer {
+            return Some(not_found("MediaList"));
+        }
+        return Some(match fake.entries.lock().unwrap().get(&(user, media)) {
+            Some(entry) => json_answer(
+                200,
+                limits.to_vec(),
+                json!({ "data": { "MediaList": entry } }),
+            ),
+            None => not_found("MediaList"),
+        });
+    }
+    None
 }

@@ -19,6 +19,7 @@ mod feeds;
 mod feedserver;
 mod fuzz;
 mod gateway;
+mod gateway_events;
 mod gateway_fakes;
 mod graphql_http;
 mod ingest;

@@ -1,0 +1,450 @@
+//! Personal actions as confirmed events, against the loopback Kavita and
+//! AniList fakes (`gateway_fakes`): confirmed only by a read-back, an
+//! ambiguous write verified and not repeated (across a restart too), a
+//! replay sends nothing, one title's writes never overlap while two titles
+//! do, a refused credential parks events until the user links again, the
+//! removal precondition, and the receipt budget.
+
+use std::{sync::atomic::Ordering, time::Duration};
+
+use sea_orm::{ConnectionTrait, Statement};
+use serde_json::{Value, json};
+
+use crate::{
+    gateway::{Setup, link_anilist, link_kavita, start},
+    helpers::{Backend, TestApp, Tokens},
+    on_both_backends,
+};
+
+const EVENT_FIELDS: &str =
+    "id provider action titleId value status reason attempts occurredAt confirmedAt";
+
+async fn record_progress(
+    app: &TestApp,
+    user: &Tokens,
+    media: &str,
+    chapters: i32,
+    at: &str,
+) -> Value {
+    let answer = app
+        .gql(
+            &format!(
+                "mutation($t: ID!, $p: Int!, $at: DateTime) {{ recordProgress(provider: ANILIST, titleId: $t, progress: $p, occurredAt: $at) {{ {EVENT_FIELDS} }} }}"
+            ),
+            json!({ "t": media, "p": chapters, "at": at }),
+        )
+        .bearer(&user.access)
+        .send()
+        .await;
+    answer.data()["recordProgress"].clone()
+}
+
+async fn submit(
+    app: &TestApp,
+    user: &Tokens,
+    mutation: &str,
+    provider: &str,
+    title: &str,
+) -> Value {
+    let extra = if mutation == "setRating" {
+        ", rating: 4"
+    } else {
+        ""
+    };
+    let answer = app
+        .gql(
+            &format!(
+                "mutation($t: ID!) {{ {mutation}(provider: {provider}, titleId: $t{extra}) {{ {EVENT_FIELDS} }} }}"
+            ),
+            json!({ "t": title }),
+        )
+        .bearer(&user.access)
+        .send()
+        .await;
+    answer.data()[mutation].clone()
+}
+
+async fn event(app: &TestApp, user: &Tokens, id: &str) -> Value {
+    app.gql(
+        &format!("query($id: ID!) {{ gatewayEvent(id: $id) {{ {EVENT_FIELDS} }} }}"),
+        json!({ "id": id }),
+    )
+    .bearer(&user.access)
+    .send()
+    .await
+    .data()["gatewayEvent"]
+        .clone()
+}
+
+/// Polls until the event has `status` (bounded: everything is local; a
+/// delivery that must back off waits its 5 s first step).
+async fn wait_status(app: &TestApp, user: &Tokens, id: &str, status: &str) -> Value {
+    for _ in 0..400 {
+        let event = event(app, user, id).await;
+        if event["status"] == status {
+            return event;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "event {id} never reached {status}: {}",
+        event(app, user, id).await
+    );
+}
+
+async fn receipts(app: &TestApp, user: &Tokens) -> Vec<Value> {
+    app.gql(
+        "{ receipts { edges { node { eventId provider action titleId retention response expiresAt } } } }",
+        json!({}),
+    )
+    .bearer(&user.access)
+    .send()
+    .await
+    .data()["receipts"]["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|edge| edge["node"].clone())
+        .collect()
+}
+
+async fn with_anilist(backend: Backend) -> (Setup, Tokens) {
+    let setup = start(backend).await;
+    let alice = setup.app.member("alice").await;
+    link_anilist(&setup, &alice, 7, "alice").await;
+    (setup, alice)
+}
+
+async fn progress_is_confirmed_by_a_read_back_and_a_replay_sends_nothing(backend: Backend) {
+    let (setup, alice) = with_anilist(backend).await;
+    let app = &setup.app;
+    let at = "2026-12-01T10:00:00Z";
+    let admitted = record_progress(app, &alice, "30013", 12, at).await;
+    assert_eq!(admitted["provider"], "ANILIST");
+    assert_eq!(admitted["action"], "PROGRESS");
+    assert_eq!(admitted["value"], json!({ "chapters": 12 }));
+    let id = admitted["id"].as_str().unwrap().to_owned();
+    let confirmed = wait_status(app, &alice, &id, "CONFIRMED").await;
+    assert!(confirmed["confirmedAt"].is_string());
+    let fake = &setup.anilist.fake;
+    assert_eq!(fake.entry(7, 30013).unwrap()["progress"], 12);
+    assert_eq!(fake.writes.count("7", "30013"), 1);
+    let kept = receipts(app, &alice).await;
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0]["eventId"], id.as_str());
+    assert_eq!(kept[0]["retention"], "RECONCILED");
+    assert_eq!(kept[0]["response"]["progress"], 12);
+    assert!(kept[0]["expiresAt"].is_string());
+
+    // The same action again: the same event, and not one request upstream.
+    let calls = fake.graphql_requests().len();
+    let replay = record_progress(app, &alice, "30013", 12, at).await;
+    assert_eq!(replay["id"], id.as_str());
+    assert_eq!(replay["status"], "CONFIRMED");
+    assert_eq!(fake.graphql_requests().len(), calls);
+    assert_eq!(fake.writes.count("7", "30013"), 1);
+
+    // Another user cannot see it.
+    let bob = app.member("bob").await;
+    assert!(event(app, &bob, &id).await.is_null());
+    let bobs = app
+        .gql("{ gatewayEvents { edges { node { id } } } }", json!({}))
+        .bearer(&bob.access)
+        .send()
+        .await;
+    assert_eq!(bobs.data()["gatewayEvents"]["edges"], json!([]));
+    // And a signed-out caller gets nothing at all.
+    let anonymous = app
+        .gql("{ gatewayEvents { edges { node { id } } } }", json!({}))
+        .send()
+        .await;
+    assert_eq!(anonymous.error_code(), Some("UNAUTHENTICATED"));
+}
+
+async fn an_ambiguous_write_is_verified_by_read_back_not_repeated(backend: Backend) {
+    let (setup, alice) = with_anilist(backend).await;
+    let fake = &setup.anilist.fake;
+    // AniList applies the write, then the answer is a 500.
+    fake.writes.fail_after_apply.store(1, Ordering::SeqCst);
+    let admitted = record_progress(&setup.app, &alice, "30013", 5, "2026-12-01T11:00:00Z").await;
+    let id = admitted["id"].as_str().unwrap();
+    let confirmed = wait_status(&setup.app, &alice, id, "CONFIRMED").await;
+    assert_eq!(confirmed["attempts"], 1);
+    assert_eq!(fake.entry(7, 30013).unwrap()["progress"], 5);
+    assert_eq!(
+        fake.writes.count("7", "30013"),
+        1,
+        "the read-back found the write applied, so it was not sent again"
+    );
+}
+
+async fn an_ambiguous_slot_survives_a_restart_and_is_verified_first(backend: Backend) {
+    let (mut setup, alice) = with_anilist(backend).await;
+    let fake = &setup.anilist.fake;
+    fake.writes.fail_after_apply.store(1, Ordering::SeqCst);
+    let admitted = record_progress(&setup.app, &alice, "30013", 9, "2026-12-01T12:00:00Z").await;
+    let id = admitted["id"].as_str().unwrap().to_owned();
+    // Wait until the write went out and its outcome is unknown.
+    for _ in 0..400 {
+        if event(&setup.app, &alice, &id).await["attempts"] == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let db = setup.app.database().await;
+    let slots = db
+        .query_all_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT sent_at FROM gateway_receipt_slots",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        slots.len(),
+        1,
+        "the slot is kept while the outcome is unknown"
+    );
+    setup.app.kill().await;
+    setup.app.restart(&[]).await;
+    wait_status(&setup.app, &alice, &id, "CONFIRMED").await;
+    assert_eq!(setup.anilist.fake.writes.count("7", "30013"), 1);
+    let slots = db
+        .query_all_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT fingerprint FROM gateway_receipt_slots",
+        ))
+        .await
+        .unwrap();
+    assert!(slots.is_empty(), "confirmation moved the slot to receipts");
+}
+
+async fn one_titles_writes_never_overlap_while_two_titles_do(backend: Backend) {
+    let (setup, alice) = with_anilist(backend).await;
+    let fake = &setup.anilist.fake;
+    fake.writes.delay_ms.store(300, Ordering::SeqCst);
+    let mut ids = Vec::new();
+    for (n, media) in [
+        ("1", "30013"),
+        ("2", "30013"),
+        ("3", "30013"),
+        ("1", "104463"),
+    ] {
+        let at = format!("2026-12-01T13:00:0{n}Z");
+        let chapters = n.parse().unwrap();
+        let event = record_progress(&setup.app, &alice, media, chapters, &at).await;
+        ids.push(event["id"].as_str().unwrap().to_owned());
+    }
+    for id in &ids {
+        wait_status(&setup.app, &alice, id, "CONFIRMED").await;
+    }
+    assert_eq!(fake.writes.overlaps.load(Ordering::SeqCst), 0);
+    assert!(
+        fake.writes.most_at_once.load(Ordering::SeqCst) >= 2,
+        "two titles were written at once"
+    );
+    // In order: the last progress for the title is the one that stands.
+    assert_eq!(fake.entry(7, 30013).unwrap()["progress"], 3);
+    assert_eq!(fake.writes.count("7", "30013"), 3);
+    assert_eq!(fake.writes.count("7", "104463"), 1);
+}
+
+async fn a_refused_token_parks_events_until_the_user_links_again(backend: Backend) {
+    let (setup, alice) = with_anilist(backend).await;
+    setup.anilist.fake.revoke_tokens();
+    let admitted = record_progress(&setup.app, &alice, "104463", 4, "2026-12-01T14:00:00Z").await;
+    let id = admitted["id"].as_str().unwrap();
+    let waiting = wait_status(&setup.app, &alice, id, "WAITING").await;
+    assert!(
+        waiting["reason"]
+            .as_str()
+            .unwrap()
+            .contains("link the account again"),
+        "{waiting}"
+    );
+    let links = setup
+        .app
+        .gql("{ providerLinks { provider status } }", json!({}))
+        .bearer(&alice.access)
+        .send()
+        .await;
+    assert_eq!(
+        links.data()["providerLinks"],
+        json!([{ "provider": "ANILIST", "status": "NEEDS_RELINK" }])
+    );
+    assert_eq!(setup.anilist.fake.writes.total(), 0);
+    link_anilist(&setup, &alice, 7, "alice").await;
+    wait_status(&setup.app, &alice, id, "CONFIRMED").await;
+    assert_eq!(setup.anilist.fake.entry(7, 104463).unwrap()["progress"], 4);
+}
+
+async fn removal_keeps_an_entry_with_notes_and_removes_a_bare_one(backend: Backend) {
+    let (setup, alice) = with_anilist(backend).await;
+    let fake = &setup.anilist.fake;
+    fake.put_entry(
+        7,
+        30013,
+        json!({ "status": "PLANNING", "progress": 0, "score": 0, "notes": "ask Sam about it" }),
+    );
+    fake.put_entry(
+        7,
+        104463,
+        json!({ "status": "PLANNING", "progress": 0, "score": 0, "notes": null }),
+    );
+    let kept = submit(&setup.app, &alice, "removeFromList", "ANILIST", "30013").await;
+    let review = wait_status(&setup.app, &alice, kept["id"].as_str().unwrap(), "REVIEW").await;
+    assert!(
+        review["reason"].as_str().unwrap().contains("notes"),
+        "{review}"
+    );
+    assert!(fake.entry(7, 30013).is_some(), "nothing was deleted");
+    assert_eq!(fake.writes.count("7", "30013"), 0);
+
+    let removed = submit(&setup.app, &alice, "removeFromList", "ANILIST", "104463").await;
+    wait_status(
+        &setup.app,
+        &alice,
+        removed["id"].as_str().unwrap(),
+        "CONFIRMED",
+    )
+    .await;
+    assert!(fake.entry(7, 104463).is_none());
+    let receipts = receipts(&setup.app, &alice).await;
+    assert_eq!(receipts.len(), 1);
+    assert_eq!(receipts[0]["retention"], "PROTECTED");
+    assert!(receipts[0]["expiresAt"].is_null());
+}
+
+async fn kavita_is_confirmed_only_by_read_back_with_the_users_own_key(backend: Backend) {
+    let setup = start(backend).await;
+    let app = &setup.app;
+    let alice = app.member("alice").await;
+    let fake = &setup.kavita.fake;
+
+    // Not linked: the event waits for the user; the catalog key is never used.
+    let early = submit(app, &alice, "addToWantToRead", "KAVITA", "1").await;
+    let waiting = wait_status(app, &alice, early["id"].as_str().unwrap(), "WAITING").await;
+    assert!(
+        waiting["reason"]
+            .as_str()
+            .unwrap()
+            .contains("link a Kavita account")
+    );
+    assert!(fake.journal.seen("/api/want-to-read").is_empty());
+    assert!(fake.journal.seen("/api/want-to-read/add-series").is_empty());
+
+    // Linking resumes it.
+    assert!(
+        link_kavita(app, &alice, "alice-kavita-key")
+            .await
+            .error_code()
+            .is_none()
+    );
+    wait_status(app, &alice, early["id"].as_str().unwrap(), "CONFIRMED").await;
+    assert!(
+        fake.want_to_read
+            .lock()
+            .unwrap()
+            .contains(&("alice".to_owned(), 1))
+    );
+
+    // Kavita answers `true` and stores nothing: not confirmed until a
+    // read-back shows the rating, so the write goes out again.
+    fake.ignore_writes.store(1, Ordering::SeqCst);
+    let rated = submit(app, &alice, "setRating", "KAVITA", "2").await;
+    let id = rated["id"].as_str().unwrap();
+    let confirmed = wait_status(app, &alice, id, "CONFIRMED").await;
+    assert_eq!(confirmed["attempts"], 1);
+    assert_eq!(fake.writes.count("alice", "2"), 2);
+    assert_eq!(
+        fake.ratings.lock().unwrap().get(&("alice".to_owned(), 2)),
+        Some(&4.0)
+    );
+    // Every personal request carried alice's own token, never the catalog account's.
+    for path in [
+        "/api/Series/update-rating",
+        "/api/want-to-read/add-series",
+        "/api/want-to-read",
+    ] {
+        for seen in fake.journal.seen(path) {
+            let token = seen.authorization.as_deref().unwrap_or_default();
+            assert!(token.starts_with("Bearer "), "{path}");
+            let payload = token.split('.').nth(1).unwrap();
+            let claims: Value = serde_json::from_slice(
+                &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, payload)
+                    .unwrap(),
+            )
+            .unwrap();
+            assert_eq!(claims["nameid"], "alice", "{path}");
+        }
+    }
+
+    // Progress is not written to Kavita: refused at once, with the reason.
+    let refused = app
+        .gql(
+            "mutation { recordProgress(provider: KAVITA, titleId: \"1\", progress: 3) { id } }",
+            json!({}),
+        )
+        .bearer(&alice.access)
+        .send()
+        .await;
+    assert_eq!(refused.error_code(), Some("BAD_USER_INPUT"));
+}
+
+async fn a_full_receipt_budget_sends_the_event_to_review(backend: Backend) {
+    let (setup, alice) = with_anilist(backend).await;
+    let db = setup.app.database().await;
+    let backend = db.get_database_backend();
+    let user = db
+        .query_one_raw(Statement::from_string(
+            backend,
+            "SELECT id FROM users WHERE username = 'alice'",
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get_by_index::<uuid::Uuid>(0)
+        .unwrap();
+    // 100,000 protected receipts: the seed's combined budget.
+    let fill = match backend {
+        sea_orm::DbBackend::Postgres => {
+            "INSERT INTO gateway_receipts (fingerprint, event_id, user_id, provider, action, \
+             title_id, response, retention, created_at, expires_at) \
+             SELECT 'f' || n, $1, $1, 'anilist', 'REMOVAL', 'x', '{}', \
+             'PROTECTED', now(), NULL FROM generate_series(1, 100000) AS n"
+        }
+        _ => {
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) \
+             INSERT INTO gateway_receipts (fingerprint, event_id, user_id, provider, action, \
+             title_id, response, retention, created_at, expires_at) \
+             SELECT 'f' || i, $1, $1, 'anilist', 'REMOVAL', 'x', '{}', \
+             'PROTECTED', '2026-12-01 00:00:00+00:00', NULL FROM n"
+        }
+    };
+    db.execute_raw(Statement::from_sql_and_values(backend, fill, [user.into()]))
+        .await
+        .unwrap();
+    let admitted = record_progress(&setup.app, &alice, "30013", 2, "2026-12-01T15:00:00Z").await;
+    let review = wait_status(
+        &setup.app,
+        &alice,
+        admitted["id"].as_str().unwrap(),
+        "REVIEW",
+    )
+    .await;
+    assert!(
+        review["reason"].as_str().unwrap().contains("budget"),
+        "{review}"
+    );
+    assert_eq!(setup.anilist.fake.writes.total(), 0);
+}
+
+on_both_backends!(
+    progress_is_confirmed_by_a_read_back_and_a_replay_sends_nothing,
+    an_ambiguous_write_is_verified_by_read_back_not_repeated,
+    an_ambiguous_slot_survives_a_restart_and_is_verified_first,
+    one_titles_writes_never_overlap_while_two_titles_do,
+    a_refused_token_parks_events_until_the_user_links_again,
+    removal_keeps_an_entry_with_notes_and_removes_a_bare_one,
+    kavita_is_confirmed_only_by_read_back_with_the_users_own_key,
+    a_full_receipt_budget_sends_the_event_to_review,
+);
