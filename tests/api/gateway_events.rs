@@ -438,7 +438,235 @@ async fn a_full_receipt_budget_sends_the_event_to_review(backend: Backend) {
     assert_eq!(setup.anilist.fake.writes.total(), 0);
 }
 
+async fn scrobble(app: &TestApp, user: &Tokens) {
+    let answer = app
+        .gql("mutation { scrobbleKavita { id } }", json!({}))
+        .bearer(&user.access)
+        .send()
+        .await;
+    let id = answer.data()["scrobbleKavita"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let task = crate::jobs::wait_terminal(app, &user.access, &id).await;
+    assert_eq!(task["status"], "SUCCEEDED", "{task}");
+}
+
+async fn events_of(app: &TestApp, user: &Tokens) -> Vec<Value> {
+    app.gql(
+        &format!("{{ gatewayEvents(first: 100) {{ edges {{ node {{ {EVENT_FIELDS} }} }} }} }}"),
+        json!({}),
+    )
+    .bearer(&user.access)
+    .send()
+    .await
+    .data()["gatewayEvents"]["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|edge| edge["node"].clone())
+        .collect()
+}
+
+async fn all_confirmed(app: &TestApp, user: &Tokens) -> Vec<Value> {
+    let events = events_of(app, user).await;
+    for event in &events {
+        wait_status(app, user, event["id"].as_str().unwrap(), "CONFIRMED").await;
+    }
+    events
+}
+
+async fn scrobbling_turns_kavita_reading_into_one_anilist_write_per_change(backend: Backend) {
+    let (setup, alice) = with_anilist(backend).await;
+    let app = &setup.app;
+    assert!(
+        link_kavita(app, &alice, "alice-kavita-key")
+            .await
+            .error_code()
+            .is_none()
+    );
+    let (kavita, anilist) = (&setup.kavita.fake, &setup.anilist.fake);
+    // Yotsuba&! (its web links name AniList 104463): chapters 1–5 read,
+    // the 6th half; rated 4. One Piece (no web link): 2 read.
+    kavita.read("alice", 1, 10, 5);
+    kavita
+        .ratings
+        .lock()
+        .unwrap()
+        .insert(("alice".to_owned(), 1), 4.0);
+    kavita.read("alice", 3, 50, 2);
+    scrobble(app, &alice).await;
+
+    let links = app
+        .gql(
+            "{ titleLinks { seriesId seriesName mediaId mediaTitle state source } }",
+            json!({}),
+        )
+        .bearer(&alice.access)
+        .send()
+        .await;
+    let links = links.data()["titleLinks"].as_array().unwrap().clone();
+    let link = |series: &str| {
+        links
+            .iter()
+            .find(|link| link["seriesId"] == series)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(link("1")["state"], "CONFIRMED");
+    assert_eq!(link("1")["source"], "WEB_LINK");
+    assert_eq!(link("1")["mediaId"], "104463");
+    assert_eq!(link("3")["state"], "PROPOSED", "a search only proposes");
+    assert_eq!(link("3")["mediaId"], "30013");
+    assert_eq!(link("3")["mediaTitle"], "One Piece");
+    assert!(link("2").is_null(), "Frieren was never read");
+
+    let events = all_confirmed(app, &alice).await;
+    assert_eq!(events.len(), 2, "{events:?}");
+    let entry = anilist.entry(7, 104463).unwrap();
+    assert_eq!(entry["progress"], 5);
+    assert_eq!(entry["score"], 8.0, "4 stars in alice's POINT_10 format");
+    assert_eq!(anilist.writes.count("7", "104463"), 2);
+    assert_eq!(anilist.writes.count("7", "30013"), 0, "not confirmed yet");
+
+    // Nothing changed: nothing new.
+    scrobble(app, &alice).await;
+    assert_eq!(events_of(app, &alice).await.len(), 2);
+
+    // One more chapter, and the proposed link confirmed: one event each.
+    kavita.read("alice", 1, 10, 6);
+    let confirmed = app
+        .gql(
+            "mutation { confirmTitleLink(seriesId: \"3\") { state mediaId } }",
+            json!({}),
+        )
+        .bearer(&alice.access)
+        .send()
+        .await;
+    assert_eq!(confirmed.data()["confirmTitleLink"]["state"], "CONFIRMED");
+    scrobble(app, &alice).await;
+    let events = all_confirmed(app, &alice).await;
+    assert_eq!(events.len(), 4, "{events:?}");
+    assert_eq!(anilist.entry(7, 104463).unwrap()["progress"], 6);
+    assert_eq!(anilist.entry(7, 30013).unwrap()["progress"], 2);
+    assert_eq!(anilist.writes.count("7", "104463"), 3);
+    assert_eq!(anilist.writes.count("7", "30013"), 1);
+
+    // The user can also name the media themselves; AniList must know it.
+    let unknown = app
+        .gql(
+            "mutation { setTitleLink(seriesId: \"2\", mediaId: \"999999\") { state } }",
+            json!({}),
+        )
+        .bearer(&alice.access)
+        .send()
+        .await;
+    assert_eq!(unknown.error_code(), Some("BAD_USER_INPUT"));
+    let set = app
+        .gql(
+            "mutation { setTitleLink(seriesId: \"2\", mediaId: \"30013\") { state source mediaTitle } }",
+            json!({}),
+        )
+        .bearer(&alice.access)
+        .send()
+        .await;
+    assert_eq!(
+        set.data()["setTitleLink"],
+        json!({ "state": "CONFIRMED", "source": "USER", "mediaTitle": "One Piece" })
+    );
+}
+
+/// The manifest saved in `independent-actions.json` is authenticated: a
+/// file with one flipped byte is rejected at start and replaced.
+async fn a_tampered_saved_manifest_is_rejected_and_replaced(backend: Backend) {
+    let mut setup = start(backend).await;
+    let path = setup.app.data_dir().join("independent-actions.json");
+    let saved = std::fs::read(&path).expect("the manifest is saved at start");
+    let text = String::from_utf8(saved.clone()).unwrap();
+    assert!(text.contains("\"mac\""));
+    assert!(!text.contains("catalog-key"), "no credential in the file");
+    let at = text.find("REMOVAL").expect("the features are saved");
+    let mut tampered = saved.clone();
+    tampered[at] ^= 0x01;
+    std::fs::write(&path, &tampered).unwrap();
+    setup.app.kill().await;
+    setup.app.restart(&[]).await;
+    let replaced = std::fs::read(&path).unwrap();
+    assert_ne!(replaced, tampered, "the tampered file was not kept");
+    let envelope: Value = serde_json::from_slice(&replaced).unwrap();
+    assert!(envelope["mac"].is_string());
+    assert!(
+        String::from_utf8(replaced).unwrap().contains("REMOVAL"),
+        "the current manifest was saved whole"
+    );
+}
+
+/// A SQLite database at its page budget refuses writes with `STORAGE_FULL`
+/// (nothing half-written), keeps serving reads, and counts the refusals.
+async fn a_full_database_is_a_typed_error_not_a_silent_loss(backend: Backend) {
+    let app = crate::helpers::spawn_app_with(
+        backend,
+        crate::helpers::AppOptions::default().env("TRELLIS_SQLITE_MAX_BYTES", "2097152"),
+    )
+    .await;
+    let alice = app.member("alice").await;
+    let mut refused = None;
+    for n in 0..50_000 {
+        let answer = app
+            .gql(
+                "mutation($p: Int!) { recordProgress(provider: ANILIST, titleId: \"30013\", progress: $p) { id } }",
+                json!({ "p": n }),
+            )
+            .bearer(&alice.access)
+            .send()
+            .await;
+        if let Some(code) = answer.error_code() {
+            refused = Some((n, code.to_owned()));
+            break;
+        }
+    }
+    let (admitted, code) = refused.expect("the budget was reached");
+    assert_eq!(code, "STORAGE_FULL");
+    // Every admitted event is there; the refused one left nothing behind.
+    let db = app.database().await;
+    let count = db
+        .query_one_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT COUNT(*) AS n, MAX(value) AS v FROM gateway_events",
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(count.try_get::<i64>("", "n").unwrap(), i64::from(admitted));
+    // Reads still work.
+    let me = app
+        .gql("{ me { username } }", json!({}))
+        .bearer(&alice.access)
+        .send()
+        .await;
+    assert_eq!(me.data()["me"]["username"], "alice");
+    let metrics = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|line| line.starts_with("trellis_storage_full_total") && !line.ends_with(" 0")),
+        "the refusal is counted"
+    );
+}
+
+crate::per_backend!([sqlite => Sqlite]; a_full_database_is_a_typed_error_not_a_silent_loss);
+
 on_both_backends!(
+    a_tampered_saved_manifest_is_rejected_and_replaced,
+    scrobbling_turns_kavita_reading_into_one_anilist_write_per_change,
     progress_is_confirmed_by_a_read_back_and_a_replay_sends_nothing,
     an_ambiguous_write_is_verified_by_read_back_not_repeated,
     an_ambiguous_slot_survives_a_restart_and_is_verified_first,

@@ -114,6 +114,9 @@ impl Writes {
 
 // ---------------------------------------------------------------- Kavita
 
+/// A chapter's number, pages and pages read.
+type ChapterRead = (f64, u32, u32);
+
 pub struct FakeKavita {
     pub journal: Journal,
     /// API key → user name.
@@ -129,6 +132,8 @@ pub struct FakeKavita {
     pub writes: Writes,
     /// The next this many writes answer 200 `true` and store nothing.
     pub ignore_writes: AtomicU32,
+    /// (user, series) → chapters of volume 1.
+    reading: Mutex<HashMap<(String, u64), Vec<ChapterRead>>>,
 }
 
 impl FakeKavita {
@@ -150,6 +155,10 @@ impl FakeKavita {
                     2,
                     json!({ "id": 2, "name": "Frieren", "libraryId": 1, "pages": 3300 }),
                 ),
+                (
+                    3,
+                    json!({ "id": 3, "name": "One Piece", "libraryId": 1, "pages": 20000 }),
+                ),
             ]
             .into_iter()
             .collect(),
@@ -157,7 +166,49 @@ impl FakeKavita {
             ratings: Mutex::default(),
             writes: Writes::default(),
             ignore_writes: AtomicU32::new(0),
+            reading: Mutex::default(),
         }
+    }
+
+    /// `user` has read chapters 1..=`through` of `series` (of `chapters`,
+    /// ten pages each), and chapter `through + 1` halfway.
+    pub fn read(&self, user: &str, series: u64, chapters: u32, through: u32) {
+        let list = (1..=chapters)
+            .map(|n| {
+                let read = match n {
+                    n if n <= through => 10,
+                    n if n == through + 1 => 5,
+                    _ => 0,
+                };
+                (f64::from(n), 10, read)
+            })
+            .collect();
+        self.reading
+            .lock()
+            .unwrap()
+            .insert((user.to_owned(), series), list);
+    }
+
+    /// A Kavita `SeriesDto` as `user` sees it.
+    fn series_for(&self, user: &str, id: u64) -> Option<Value> {
+        let mut series = self.series.get(&id)?.clone();
+        let read: u32 = self
+            .reading
+            .lock()
+            .unwrap()
+            .get(&(user.to_owned(), id))
+            .map(|chapters| chapters.iter().map(|(_, _, read)| read).sum())
+            .unwrap_or(0);
+        let rating = self
+            .ratings
+            .lock()
+            .unwrap()
+            .get(&(user.to_owned(), id))
+            .copied();
+        series["pagesRead"] = json!(read);
+        series["userRating"] = json!(rating.unwrap_or(0.0));
+        series["hasUserRated"] = json!(rating.is_some());
+        Some(series)
     }
 
     /// Every token issued so far stops working (as when they expire).
@@ -250,24 +301,16 @@ async fn kavita(
     if let Some(answer) = kavita_personal(&fake, &user, &method, &seen).await {
         return answer.into_response();
     }
+    if let Some(answer) = kavita_library(&fake, &user, &method, &seen) {
+        return answer.into_response();
+    }
     if let Some(id) = seen.path.strip_prefix("/api/Series/") {
         return match id
             .parse::<u64>()
             .ok()
-            .and_then(|id| fake.series.get(&id).map(|s| (id, s)))
+            .and_then(|id| fake.series_for(&user, id))
         {
-            Some((id, series)) => {
-                let mut series = series.clone();
-                let rating = fake
-                    .ratings
-                    .lock()
-                    .unwrap()
-                    .get(&(user.clone(), id))
-                    .copied();
-                series["userRating"] = json!(rating.unwrap_or(0.0));
-                series["hasUserRated"] = json!(rating.is_some());
-                json_answer(200, vec![], series).into_response()
-            }
+            Some(series) => json_answer(200, vec![], series).into_response(),
             None => Canned(204, vec![], Vec::new()).into_response(),
         };
     }
@@ -286,6 +329,90 @@ async fn kavita(
         return json_answer(200, vec![], json!({ "series": series })).into_response();
     }
     Canned(404, vec![], Vec::new()).into_response()
+}
+
+/// The library as `user` reads it: series lists (paged by `PageNumber` and
+/// `PageSize`), volumes with pages read, metadata with web links.
+fn kavita_library(
+    fake: &FakeKavita,
+    user: &str,
+    method: &Method,
+    seen: &crate::docs_fakes::Seen,
+) -> Option<Canned> {
+    let page = |all: Vec<Value>| {
+        let number: usize = seen
+            .query
+            .get("PageNumber")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1);
+        let size: usize = seen
+            .query
+            .get("PageSize")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(50);
+        let items: Vec<Value> = all
+            .into_iter()
+            .skip((number.max(1) - 1) * size)
+            .take(size)
+            .collect();
+        json_answer(200, vec![], json!(items))
+    };
+    let mut ids: Vec<u64> = fake.series.keys().copied().collect();
+    ids.sort();
+    match (method.clone(), seen.path.as_str()) {
+        (Method::POST, "/api/Series/all-v2") => Some(page(
+            ids.iter()
+                .filter_map(|id| fake.series_for(user, *id))
+                .collect(),
+        )),
+        (Method::POST, "/api/want-to-read/v2") => {
+            let wanted = fake.want_to_read.lock().unwrap().clone();
+            Some(page(
+                ids.iter()
+                    .filter(|id| wanted.contains(&(user.to_owned(), **id)))
+                    .filter_map(|id| fake.series_for(user, *id))
+                    .collect(),
+            ))
+        }
+        (Method::GET, "/api/Series/volumes") => {
+            let id: u64 = seen.query.get("seriesId")?.parse().ok()?;
+            let chapters = fake
+                .reading
+                .lock()
+                .unwrap()
+                .get(&(user.to_owned(), id))
+                .cloned()
+                .unwrap_or_default();
+            let chapters: Vec<Value> = chapters
+                .iter()
+                .map(|(number, pages, read)| {
+                    json!({ "minNumber": number, "maxNumber": number, "range": number.to_string(),
+                        "pages": pages, "pagesRead": read, "isSpecial": false })
+                })
+                .collect();
+            Some(json_answer(
+                200,
+                vec![],
+                json!([{ "id": id * 100, "minNumber": 1, "maxNumber": 1, "name": "1",
+                    "chapters": chapters }]),
+            ))
+        }
+        (Method::GET, "/api/Series/metadata") => {
+            let id: u64 = seen.query.get("seriesId")?.parse().ok()?;
+            let links = match id {
+                1 => {
+                    "https://mangadex.org/title/yotsuba,https://anilist.co/manga/104463/Yotsuba-to"
+                }
+                _ => "",
+            };
+            Some(json_answer(
+                200,
+                vec![],
+                json!({ "seriesId": id, "webLinks": links }),
+            ))
+        }
+        _ => None,
+    }
 }
 
 /// Kavita's Want to Read and rating routes, for `user`.
