@@ -19,16 +19,31 @@ pub fn secure_for(policy: CookieSecure, meta: &RequestMeta) -> bool {
 }
 
 pub fn set_session(secret: &str, max_age: Duration, secure: bool) -> HeaderValue {
-    build(secret.to_owned(), max_age.as_secs() as i64, secure)
+    build(
+        SESSION_COOKIE,
+        "/",
+        secret,
+        max_age.as_secs() as i64,
+        secure,
+    )
 }
 
 pub fn clear_session(secure: bool) -> HeaderValue {
-    build(String::new(), 0, secure)
+    build(SESSION_COOKIE, "/", "", 0, secure)
 }
 
-fn build(value: String, max_age_secs: i64, secure: bool) -> HeaderValue {
-    let cookie = Cookie::build((SESSION_COOKIE, value))
-        .path("/")
+/// A cookie of ours (`name=value` under `path`), with the session cookie's
+/// protections: HttpOnly, SameSite=Lax, Secure when `secure`. A
+/// `max_age_secs` of 0 clears it.
+pub fn build(
+    name: &'static str,
+    path: &'static str,
+    value: &str,
+    max_age_secs: i64,
+    secure: bool,
+) -> HeaderValue {
+    let cookie = Cookie::build((name, value.to_owned()))
+        .path(path)
         .http_only(true)
         .same_site(SameSite::Lax)
         .secure(secure)
@@ -40,13 +55,18 @@ fn build(value: String, max_age_secs: i64, secure: bool) -> HeaderValue {
 
 /// The session secret from the request's `Cookie` headers, if present.
 pub fn session_secret(headers: &HeaderMap) -> Option<String> {
+    read(headers, SESSION_COOKIE)
+}
+
+/// The value of the (non-empty) cookie `name` the request sent, if any.
+pub fn read(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(Cookie::split_parse)
         .filter_map(Result::ok)
-        .find(|cookie| cookie.name() == SESSION_COOKIE && !cookie.value().is_empty())
+        .find(|cookie| cookie.name() == name && !cookie.value().is_empty())
         .map(|cookie| cookie.value().to_owned())
 }
 

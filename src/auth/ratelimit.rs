@@ -57,6 +57,8 @@ pub enum Realm {
     GoogleReader,
     /// The reader password, as a Fever API key.
     Fever,
+    /// OIDC callbacks whose id_token was refused (no username: per address).
+    Oidc,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -1,6 +1,12 @@
 //! The authentication service: every state change of users and sessions.
 
-use std::{sync::Arc, time::Instant};
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Instant,
+};
 
 use chrono::{DateTime, Utc};
 use entity::{refresh_token, session, user};
@@ -49,6 +55,8 @@ pub struct AuthService {
     session_ttl: chrono::Duration,
     cookie_secure: CookieSecure,
     revocations: Revocations,
+    /// Off with `TRELLIS_OIDC_DISABLE_PASSWORD_LOGIN` (set once at start-up).
+    password_login: AtomicBool,
 }
 
 impl AuthService {
@@ -70,6 +78,7 @@ impl AuthService {
             session_ttl: chrono::Duration::from_std(config.session_ttl())?,
             cookie_secure: config.cookie_secure,
             revocations: Revocations::default(),
+            password_login: AtomicBool::new(true),
         })
     }
 
@@ -104,16 +113,33 @@ impl AuthService {
         self.cookie_secure
     }
 
+    /// Refuses [`Self::login`] from now on: accounts sign in through the
+    /// identity provider only (`TRELLIS_OIDC_DISABLE_PASSWORD_LOGIN`).
+    pub fn disable_password_login(&self) {
+        self.password_login.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether [`Self::login`] (username and password) is accepted.
+    pub fn password_login_enabled(&self) -> bool {
+        self.password_login.load(Ordering::Relaxed)
+    }
+
     /// Checks a username and password and opens a session.
     ///
     /// Blocked callers are refused before any password work; unknown users
-    /// cost the same argon2 verification as known ones.
+    /// cost the same argon2 verification as known ones. `FORBIDDEN` when
+    /// password login is disabled.
     pub async fn login(
         &self,
         username: &str,
         password: &str,
         meta: &RequestMeta,
     ) -> AppResult<IssuedTokens> {
+        if !self.password_login_enabled() {
+            return Err(AppError::Forbidden(
+                "password login is disabled on this instance; sign in with the identity provider",
+            ));
+        }
         let key_name = username.trim().to_lowercase();
         let reservation = self.reserve(&Attempt {
             realm: Realm::Account,
@@ -150,7 +176,17 @@ impl AuthService {
         };
         self.limiter.succeeded(reservation);
         metrics::counter!("trellis_login_attempts_total", "outcome" => "success").increment(1);
+        self.open_session(user, meta).await
+    }
 
+    /// Opens a session for an account whose credentials were just checked
+    /// (a password login, or an OIDC login): the session row, its first
+    /// refresh token, an access token and the session-cookie secret.
+    pub async fn open_session(
+        &self,
+        user: user::Model,
+        meta: &RequestMeta,
+    ) -> AppResult<IssuedTokens> {
         let now = Utc::now();
         let session_secret = random_token("trs");
         let refresh = random_token("trt");
@@ -178,8 +214,9 @@ impl AuthService {
         self.issue(user, session_id, refresh, Some(session_secret), now)
     }
 
-    /// Runs another credential check (the reader APIs' logins) under the
-    /// login throttle, with the budget of its own `realm`: the attempt is
+    /// Runs another credential check (the reader APIs' logins, an OIDC
+    /// callback) under the login throttle, with the budget of its own
+    /// `realm`: the attempt is
     /// counted before `check` runs (a blocked caller is refused first);
     /// `None` (wrong credentials) leaves it counted as a failure.
     pub async fn throttled<T>(
@@ -201,7 +238,7 @@ impl AuthService {
                 Ok(Some(found))
             }
             Ok(None) => {
-                tracing::info!(client_ip = %meta.client_ip, "reader API login failed");
+                tracing::info!(client_ip = %meta.client_ip, realm = ?realm, "login failed");
                 Ok(None)
             }
             Err(error) => {

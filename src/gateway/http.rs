@@ -18,8 +18,7 @@ use reqwest::StatusCode;
 use super::{provider::ProviderKind, service::GatewayService};
 use crate::{
     error::{AppError, AppResult},
-    http::{Web, client::RequestMeta, path::PathParam},
-    input,
+    http::{Web, client::RequestMeta, path::PathParam, query::Query},
 };
 
 #[derive(Clone)]
@@ -64,49 +63,26 @@ async fn finish(
     uri: &Uri,
 ) -> AppResult<ProviderKind> {
     let provider = ProviderKind::parse(provider).ok_or(AppError::NotFound("provider"))?;
-    let pairs: Vec<(String, String)> =
-        url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
-            .into_owned()
-            .collect();
-    input::check_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .map_err(|(name, problem)| AppError::bad_input("query", format!("`{name}` {problem}")))?;
-    let param = |name: &str| {
-        pairs
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
-            .filter(|value| !value.is_empty())
-    };
+    let query = Query::parse(uri)?;
     let viewer = state
         .web
         .viewer(meta, headers, "sign in, then link the account again")
         .await?;
-    let link_state =
-        param("state").ok_or(AppError::bad_input("state", "the callback has no state"))?;
-    if let Some(denied) = param("error") {
-        state
-            .gateway
-            .abandon_link(&viewer, provider, link_state)
-            .await?;
-        let denied: String = denied
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .take(64)
-            .collect();
-        return Err(AppError::bad_input(
-            "code",
-            format!(
-                "{} did not authorize the link ({denied})",
-                provider.display()
-            ),
-        ));
-    }
-    let Some(code) = param("code") else {
-        state
-            .gateway
-            .abandon_link(&viewer, provider, link_state)
-            .await?;
-        return Err(AppError::bad_input("code", "the callback has no code"));
+    let link_state = query.state()?;
+    let code = match query.code() {
+        Ok(code) => code,
+        Err(declined) => {
+            state
+                .gateway
+                .abandon_link(&viewer, provider, link_state)
+                .await?;
+            return Err(declined.error(|denied| {
+                format!(
+                    "{} did not authorize the link ({denied})",
+                    provider.display()
+                )
+            }));
+        }
     };
     state
         .gateway

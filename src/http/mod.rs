@@ -6,6 +6,7 @@ pub mod frontend;
 pub mod headers;
 pub mod ops;
 pub mod path;
+pub mod query;
 pub mod serve;
 
 use std::{net::SocketAddr, sync::Arc};
