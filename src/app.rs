@@ -29,7 +29,7 @@ use tower_http::{
 };
 
 use crate::{
-    auth::service::AuthService,
+    auth::{self, service::AuthService},
     config::{Config, ConfigError},
     db, docs,
     domain::{Domain, Platform, PublicUrl, Setup},
@@ -61,6 +61,8 @@ pub struct DomainSettings {
     pub docs: docs::Settings,
     #[command(flatten)]
     pub gateway: gateway::Settings,
+    #[command(flatten)]
+    pub oidc: auth::oidc::Settings,
 }
 
 impl DomainSettings {
@@ -72,6 +74,7 @@ impl DomainSettings {
             readerapi::setup(&self.feeds, platform)?,
             docs::setup(&self.docs, platform)?,
             gateway::setup(&self.gateway, platform)?,
+            auth::oidc::setup(&self.oidc, platform)?,
         ])
     }
 

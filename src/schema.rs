@@ -4,7 +4,10 @@
 use async_graphql::{MergedObject, MergedSubscription, Schema, SchemaBuilder};
 
 use crate::{
-    auth::graphql::{AuthMutation, AuthQuery},
+    auth::{
+        graphql::{AuthMutation, AuthQuery},
+        oidc::graphql::{OidcMutation, OidcQuery},
+    },
     docs::graphql::{DocsMutation, DocsQuery, DocsSubscription},
     feeds::graphql::{FeedsMutation, FeedsQuery, FeedsSubscription},
     gateway::graphql::{GatewayMutation, GatewayQuery, GatewaySubscription},
@@ -17,6 +20,7 @@ use crate::{
 #[graphql(name = "Query")]
 pub struct QueryRoot(
     AuthQuery,
+    OidcQuery,
     JobsQuery,
     FeedsQuery,
     NodesQuery,
@@ -28,6 +32,7 @@ pub struct QueryRoot(
 #[graphql(name = "Mutation")]
 pub struct MutationRoot(
     AuthMutation,
+    OidcMutation,
     JobsMutation,
     FeedsMutation,
     NodesMutation,

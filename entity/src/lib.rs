@@ -27,6 +27,8 @@ pub mod item;
 pub mod node;
 pub mod node_dirty;
 pub mod node_tree;
+pub mod oidc_identity;
+pub mod oidc_login_state;
 pub mod outbox_event;
 pub mod periodic_run;
 pub mod probe_effect;

@@ -32,6 +32,7 @@ mod m20261203_000020_docs_mirror;
 mod m20261203_000021_docs_search;
 mod m20261203_000022_gateway;
 mod m20261204_000023_gateway_events;
+mod m20261204_000024_oidc;
 
 pub struct Migrator;
 
@@ -62,6 +63,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000021_docs_search::Migration),
             Box::new(m20261203_000022_gateway::Migration),
             Box::new(m20261204_000023_gateway_events::Migration),
+            Box::new(m20261204_000024_oidc::Migration),
         ]
     }
 }

@@ -4,11 +4,14 @@
 //!   reuse detection, logout, authenticating a bearer token or a cookie.
 //! - [`graphql`] exposes it (`login`, `refreshToken`, `logout`, `me`,
 //!   `users`, `createUser`, `changePassword`).
+//! - [`oidc`]: OIDC login against one identity provider (its settings,
+//!   routes and GraphQL fields), ending in the same session as `login`.
 //! - [`ratelimit`], [`tokens`], [`password`], [`cookie`] are the pure parts.
 
 pub mod cookie;
 pub mod graphql;
 pub mod keys;
+pub mod oidc;
 pub mod password;
 pub mod ratelimit;
 pub mod revocation;

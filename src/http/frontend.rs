@@ -43,6 +43,7 @@ pub const API_PREFIXES: &[&str] = &[
     "/tasks",
     "/resources",
     "/gateway/oauth",
+    "/auth/oidc",
     "/metrics",
     "/healthz",
     "/readyz",
