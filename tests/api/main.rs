@@ -27,6 +27,8 @@ mod input;
 mod jobs;
 mod limits;
 mod nodes;
+mod oidc;
+mod oidc_fakes;
 mod operations;
 mod ops;
 mod reader_apps;
