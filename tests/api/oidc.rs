@@ -158,6 +158,18 @@ async fn counts(app: &TestApp) -> (u64, u64) {
     )
 }
 
+/// Asserts a callback was refused with `status` and `code`, a message
+/// saying `words`, and no session cookie.
+async fn assert_refused(response: reqwest::Response, status: u16, code: &str, words: &str) {
+    assert!(
+        cookie_named(&cookies_set(&response), "trellis_session").is_none(),
+        "a refusal sets no session"
+    );
+    let (got_status, got_code, message) = refusal(response).await;
+    assert_eq!((got_status, got_code.as_str()), (status, code), "{message}");
+    assert!(message.contains(words), "{words:?} not in {message:?}");
+}
+
 /// The JSON error of a refused callback: (status, code, message).
 async fn refusal(response: reqwest::Response) -> (u16, String, String) {
     let status = response.status().as_u16();
@@ -185,6 +197,7 @@ on_both_backends!(
     rotated_provider_keys_are_fetched_once_and_login_goes_on,
     linking_attaches_an_identity_to_the_signed_in_account,
     password_login_can_be_disabled,
+    refused_id_tokens_count_as_failed_logins,
 );
 
 async fn a_first_oidc_login_creates_a_member_and_ends_in_the_session_cookie(backend: Backend) {
@@ -325,9 +338,7 @@ async fn without_auto_create_an_unknown_identity_is_refused(backend: Backend) {
     let app = &setup.app;
     let before = counts(app).await;
     let response = sign_in(&setup, &Person::new("sub-stranger", "stranger"), None).await;
-    let (status, code, message) = refusal(response).await;
-    assert_eq!((status, code.as_str()), (403, "FORBIDDEN"));
-    assert!(message.contains("TRELLIS_OIDC_AUTO_CREATE"), "{message}");
+    assert_refused(response, 403, "FORBIDDEN", "TRELLIS_OIDC_AUTO_CREATE").await;
     assert_eq!(counts(app).await, before, "no account, no session");
 }
 
@@ -344,10 +355,7 @@ async fn replayed_expired_and_foreign_states_are_refused(backend: Backend) {
     assert_eq!(first.status(), 303);
     let before = counts(app).await;
     let replay = callback(app, &trip.callback, &[&state_cookie]).await;
-    assert!(cookie_named(&cookies_set(&replay), "trellis_session").is_none());
-    let (status, code, message) = refusal(replay).await;
-    assert_eq!((status, code.as_str()), (400, "BAD_USER_INPUT"));
-    assert!(message.contains("already used"), "{message}");
+    assert_refused(replay, 400, "BAD_USER_INPUT", "already used").await;
     assert_eq!(counts(app).await, before);
 
     // Expired: the transaction is backdated past its ten minutes.
@@ -364,18 +372,14 @@ async fn replayed_expired_and_foreign_states_are_refused(backend: Backend) {
         .await
         .unwrap();
     let late = callback(app, &trip.callback, &[&trip.state_cookie.clone().unwrap()]).await;
-    let (status, code, message) = refusal(late).await;
-    assert_eq!((status, code.as_str()), (400, "BAD_USER_INPUT"));
-    assert!(message.contains("ten minutes"), "{message}");
+    assert_refused(late, 400, "BAD_USER_INPUT", "ten minutes").await;
     assert_eq!(counts(app).await, before);
 
     // Another browser (without the state cookie) cannot finish a login.
     setup.idp.fake.consent(&alice, None);
     let trip = to_provider_and_back(&setup, "").await;
     let foreign = callback(app, &trip.callback, &[]).await;
-    let (status, code, message) = refusal(foreign).await;
-    assert_eq!((status, code.as_str()), (400, "BAD_USER_INPUT"));
-    assert!(message.contains("another browser"), "{message}");
+    assert_refused(foreign, 400, "BAD_USER_INPUT", "another browser").await;
     // ... and that spent the state: its own browser cannot either.
     let spent = callback(app, &trip.callback, &[&trip.state_cookie.clone().unwrap()]).await;
     assert_eq!(spent.status(), 400);
@@ -391,9 +395,7 @@ async fn replayed_expired_and_foreign_states_are_refused(backend: Backend) {
     setup.idp.fake.decline();
     let trip = to_provider_and_back(&setup, "").await;
     let declined = callback(app, &trip.callback, &[&trip.state_cookie.clone().unwrap()]).await;
-    let (status, _, message) = refusal(declined).await;
-    assert_eq!(status, 400);
-    assert!(message.contains("access_denied"), "{message}");
+    assert_refused(declined, 400, "BAD_USER_INPUT", "access_denied").await;
     assert_eq!(counts(app).await, before);
     assert_eq!(
         oidc_login_state::Entity::find().count(&db).await.unwrap(),
@@ -415,17 +417,7 @@ async fn flawed_id_tokens_are_refused_and_open_no_session(backend: Backend) {
         (Flaw::WrongNonce, "nonce"),
     ] {
         let response = sign_in(&setup, &alice, Some(flaw)).await;
-        assert!(
-            cookie_named(&cookies_set(&response), "trellis_session").is_none(),
-            "{flaw:?}"
-        );
-        let (status, code, message) = refusal(response).await;
-        assert_eq!(
-            (status, code.as_str()),
-            (401, "UNAUTHENTICATED"),
-            "{flaw:?}"
-        );
-        assert!(message.contains(words), "{flaw:?}: {message}");
+        assert_refused(response, 401, "UNAUTHENTICATED", words).await;
         assert_eq!(counts(app).await, before, "{flaw:?}: nothing created");
     }
     // A tampered token never made the keys be fetched again.
@@ -501,8 +493,7 @@ async fn linking_attaches_an_identity_to_the_signed_in_account(backend: Backend)
     // Another account cannot take an identity that is bob's.
     let carol = app.member("carol").await;
     let taken = link(&setup, &carol.cookie, &bobs_identity).await;
-    let (status, code, _) = refusal(taken).await;
-    assert_eq!((status, code.as_str()), (409, "CONFLICT"));
+    assert_refused(taken, 409, "CONFLICT", "another account").await;
 
     // A link finished by another signed-in account is refused.
     let started = app
@@ -520,7 +511,7 @@ async fn linking_attaches_an_identity_to_the_signed_in_account(backend: Backend)
         .consent(&Person::new("sub-carol", "carol"), None);
     let consented = app.client.get(&authorize).send().await.unwrap();
     let hijacked = callback(app, &location(&consented), &[&bob.cookie]).await;
-    assert_eq!(refusal(hijacked).await.0, 403);
+    assert_refused(hijacked, 403, "FORBIDDEN", "started by another account").await;
 
     // Bob unlinks (he has a password); the identity then makes a new account.
     let unlinked = app
@@ -582,4 +573,20 @@ async fn password_login_can_be_disabled(backend: Backend) {
     // OIDC login still works.
     let cookie = session_of(&setup, &Person::new("sub-alice", "alice")).await;
     assert_eq!(me(app, &cookie).await["username"], "alice");
+}
+
+async fn refused_id_tokens_count_as_failed_logins(backend: Backend) {
+    let setup = start_with(backend, &[("TRELLIS_LOGIN_MAX_ATTEMPTS", "2")]).await;
+    let alice = Person::new("sub-alice", "alice");
+    for _ in 0..2 {
+        let response = sign_in(&setup, &alice, Some(Flaw::Tampered)).await;
+        assert_refused(response, 401, "UNAUTHENTICATED", "signature").await;
+    }
+    // The address is blocked now, even for a sound id_token.
+    let blocked = sign_in(&setup, &alice, None).await;
+    assert!(blocked.headers().get("retry-after").is_some());
+    assert_refused(blocked, 429, "RATE_LIMITED", "too many attempts").await;
+    // Password logins keep their own budget.
+    let login = setup.app.login_response(ADMIN_USER, ADMIN_PASSWORD).await;
+    assert!(login.body.get("errors").is_none(), "{}", login.body);
 }
