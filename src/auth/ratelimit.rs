@@ -12,8 +12,9 @@
 //!   passwords for your name cannot lock you out of your own login, and a
 //!   botnet of fresh addresses gets only that small extra budget.
 //! - Each secret has its own budget ([`Realm`]): the account password (web
-//!   login, `changePassword`, `setReaderPassword`), and the reader password
-//!   as Google Reader's `ClientLogin` and as Fever's key. A reader app with
+//!   login, `changePassword`, `setReaderPassword`), the reader password
+//!   as Google Reader's `ClientLogin` and as Fever's key, and OIDC callbacks
+//!   whose id_token was refused (per address). A reader app with
 //!   a stale password fails on its own protocol's count and cannot lock its
 //!   owner out of the web login.
 //!

@@ -50,8 +50,10 @@ pub fn routes(web: Web, oidc: OidcService) -> Router {
         .with_state(OidcHttp { web, oidc })
 }
 
+/// Path `/`, like the session cookie: behind a proxy that serves Trellis
+/// under a prefix, the callback's path as the browser sees it is not ours.
 fn state_cookie(value: &str, max_age_secs: i64, secure: bool) -> HeaderValue {
-    session_cookie::build(STATE_COOKIE, super::PREFIX, value, max_age_secs, secure)
+    session_cookie::build(STATE_COOKIE, "/", value, max_age_secs, secure)
 }
 
 async fn start(State(state): State<OidcHttp>, meta: RequestMeta, uri: Uri) -> Response {

@@ -30,8 +30,6 @@ use crate::{
     jobs::{Jobs, handler::Registry},
 };
 
-/// Where OIDC login's routes live (the state cookie's path).
-pub const PREFIX: &str = "/auth/oidc";
 pub const START_PATH: &str = "/auth/oidc/start";
 pub const CALLBACK_PATH: &str = "/auth/oidc/callback";
 

@@ -173,6 +173,48 @@ pub fn scopes(configured: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    fn settings(pairs: &[(&str, &str)]) -> Settings {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            oidc: Settings,
+        }
+        let mut args = vec!["trellis".to_owned()];
+        for (flag, value) in pairs {
+            args.push(format!("--{flag}={value}"));
+        }
+        <Cli as clap::Parser>::try_parse_from(args).unwrap().oidc
+    }
+
+    #[test]
+    fn settings_that_cannot_work_are_refused_at_start_up() {
+        assert!(settings(&[]).config().unwrap().is_none());
+        let no_client = settings(&[("oidc-issuer", "https://idp.example.org")]).config();
+        assert!(no_client.unwrap_err().to_string().contains("CLIENT_ID"));
+        let locked_out = settings(&[("oidc-disable-password-login", "true")]).config();
+        assert!(
+            locked_out
+                .unwrap_err()
+                .to_string()
+                .contains("nobody could sign in")
+        );
+        let not_http = settings(&[("oidc-issuer", "ftp://idp"), ("oidc-client-id", "t")]);
+        assert!(not_http.config().is_err());
+        let good = settings(&[
+            ("oidc-issuer", "https://idp.example.org/realms/home"),
+            ("oidc-client-id", "trellis"),
+            ("oidc-scopes", "email groups"),
+        ])
+        .config()
+        .unwrap()
+        .unwrap();
+        assert_eq!(good.issuer, "https://idp.example.org/realms/home");
+        assert_eq!(good.display_name, "idp.example.org");
+        assert_eq!(good.scopes, ["openid", "email", "groups"]);
+        assert!(good.auto_create);
+        assert_eq!(good.username_claim, "preferred_username");
+    }
+
     #[test]
     fn openid_is_always_asked_for_once() {
         assert_eq!(scopes("profile email"), ["openid", "profile", "email"]);
