@@ -200,18 +200,20 @@ impl AuthMutation {
 
     /// Changes the caller's password and signs out their other sessions.
     /// Wrong current passwords count as failed logins (`RATE_LIMITED`
-    /// after too many).
+    /// after too many). An account created by an OIDC login has no
+    /// current password: it sets its first one without, from a session
+    /// opened in the last ten minutes (else `FORBIDDEN`: sign in again).
     async fn change_password(
         &self,
         ctx: &Context<'_>,
-        #[graphql(secret)] current_password: String,
+        #[graphql(secret)] current_password: Option<String>,
         #[graphql(secret)] new_password: String,
     ) -> async_graphql::Result<bool> {
         let viewer = ctx.viewer()?;
         let auth = ctx.service::<Arc<AuthService>>()?;
         auth.change_password(
             viewer,
-            SecretString::from(current_password),
+            current_password.map(SecretString::from),
             SecretString::from(new_password),
             ctx.request_meta()?,
         )

@@ -18,6 +18,10 @@ pub const MIN_LEN: usize = 8;
 /// Bounds the work one login can cost the server.
 pub const MAX_LEN: usize = 1024;
 
+/// What an account created by an OIDC login has for a password hash: no
+/// PHC string, so no password ever matches it.
+pub const NO_PASSWORD: &str = "!oidc";
+
 /// Checks a new password against the policy.
 pub fn validate_new(field: &'static str, password: &str) -> AppResult<()> {
     let chars = password.chars().count();

@@ -33,6 +33,10 @@ use crate::{
     http::client::RequestMeta,
 };
 
+/// How recent a session must be to stand in for the password of an
+/// account that has none (see [`AuthService::prove_owner`]).
+pub const FRESH_SIGN_IN: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
+
 /// What a successful login or refresh hands back.
 #[derive(Debug)]
 pub struct IssuedTokens {
@@ -289,7 +293,7 @@ impl AuthService {
     /// signed-in caller to prove they know it (`setReaderPassword`,
     /// `changePassword`): throttled like a login of the viewer's username
     /// from the caller's address, so a stolen session cannot guess it.
-    pub async fn verify_account_password(
+    async fn verify_account_password(
         &self,
         viewer: &Viewer,
         candidate: &str,
@@ -314,6 +318,50 @@ impl AuthService {
                 Err(error)
             }
         }
+    }
+
+    /// Proves the signed-in caller is the account's owner before a change
+    /// that outlives the session (`changePassword`, `setReaderPassword`):
+    /// by the account password (`current`, throttled like a login), or —
+    /// for an account that has none (created by an OIDC login) — by a
+    /// session opened within the last [`FRESH_SIGN_IN`], so a stolen
+    /// session of such an account cannot plant a lasting credential.
+    pub async fn prove_owner(
+        &self,
+        viewer: &Viewer,
+        current: Option<&str>,
+        meta: &RequestMeta,
+    ) -> AppResult<()> {
+        let account = self
+            .user(viewer.user_id)
+            .await?
+            .ok_or(AppError::Unauthenticated("account no longer exists"))?;
+        if account.password_hash == password::NO_PASSWORD {
+            let opened = session::Entity::find_by_id(viewer.session_id)
+                .one(&self.db)
+                .await?
+                .map(|session| session.created_at);
+            return match opened {
+                Some(at) if Utc::now() - at <= FRESH_SIGN_IN => Ok(()),
+                _ => Err(AppError::Forbidden(
+                    "this account signs in through its identity provider: \
+                     sign in again there, then retry within ten minutes",
+                )),
+            };
+        }
+        let Some(current) = current else {
+            return Err(AppError::bad_input(
+                "currentPassword",
+                "your current password is required",
+            ));
+        };
+        if !self.verify_account_password(viewer, current, meta).await? {
+            return Err(AppError::bad_input(
+                "currentPassword",
+                "current password is wrong",
+            ));
+        }
+        Ok(())
     }
 
     /// Whether `candidate` is the user's account password, unthrottled:
@@ -481,21 +529,18 @@ impl AuthService {
     pub async fn change_password(
         &self,
         viewer: &Viewer,
-        current: SecretString,
+        current: Option<SecretString>,
         new: SecretString,
         meta: &RequestMeta,
     ) -> AppResult<()> {
         let user_id = viewer.user_id;
         password::validate_new("newPassword", new.expose_secret())?;
-        if !self
-            .verify_account_password(viewer, current.expose_secret(), meta)
-            .await?
-        {
-            return Err(AppError::bad_input(
-                "currentPassword",
-                "current password is wrong",
-            ));
-        }
+        self.prove_owner(
+            viewer,
+            current.as_ref().map(ExposeSecret::expose_secret),
+            meta,
+        )
+        .await?;
         let hash = self.hashing.hash(new).await?;
         let now = Utc::now();
         let txn = crate::db::begin_write(&self.db).await?;

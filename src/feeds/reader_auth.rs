@@ -50,7 +50,7 @@ impl ReaderAccounts {
     pub async fn set_password(
         &self,
         viewer: &Viewer,
-        current: SecretString,
+        current: Option<SecretString>,
         new: SecretString,
         meta: &RequestMeta,
     ) -> AppResult<()> {
@@ -162,20 +162,17 @@ async fn set_password(
     db: &DatabaseConnection,
     auth: &AuthService,
     viewer: &Viewer,
-    current: SecretString,
+    current: Option<SecretString>,
     new: SecretString,
     meta: &RequestMeta,
 ) -> AppResult<()> {
     password::validate_new("password", new.expose_secret())?;
-    if !auth
-        .verify_account_password(viewer, current.expose_secret(), meta)
-        .await?
-    {
-        return Err(AppError::bad_input(
-            "currentPassword",
-            "current password is wrong",
-        ));
-    }
+    auth.prove_owner(
+        viewer,
+        current.as_ref().map(ExposeSecret::expose_secret),
+        meta,
+    )
+    .await?;
     if auth
         .is_account_password(viewer.user_id, new.expose_secret())
         .await?

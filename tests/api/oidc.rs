@@ -4,7 +4,10 @@
 
 use entity::{oidc_identity, oidc_login_state, session, user};
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
-use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, sea_query::Expr};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, Statement,
+    sea_query::Expr,
+};
 use serde_json::{Value, json};
 
 use crate::{
@@ -198,6 +201,8 @@ on_both_backends!(
     linking_attaches_an_identity_to_the_signed_in_account,
     password_login_can_be_disabled,
     refused_id_tokens_count_as_failed_logins,
+    starting_sign_ins_costs_a_bounded_amount,
+    oidc_accounts_set_lasting_passwords_only_from_a_fresh_sign_in,
 );
 
 async fn a_first_oidc_login_creates_a_member_and_ends_in_the_session_cookie(backend: Backend) {
@@ -362,15 +367,7 @@ async fn replayed_expired_and_foreign_states_are_refused(backend: Backend) {
     setup.idp.fake.consent(&alice, None);
     let trip = to_provider_and_back(&setup, "").await;
     let db = app.database().await;
-    oidc_login_state::Entity::update_many()
-        .col_expr(
-            oidc_login_state::Column::CreatedAt,
-            Expr::value(chrono::Utc::now() - chrono::TimeDelta::minutes(11)),
-        )
-        .filter(oidc_login_state::Column::StateHash.is_not_null())
-        .exec(&db)
-        .await
-        .unwrap();
+    expire_login_states(&db).await;
     let late = callback(app, &trip.callback, &[&trip.state_cookie.clone().unwrap()]).await;
     assert_refused(late, 400, "BAD_USER_INPUT", "ten minutes").await;
     assert_eq!(counts(app).await, before);
@@ -589,4 +586,202 @@ async fn refused_id_tokens_count_as_failed_logins(backend: Backend) {
     // Password logins keep their own budget.
     let login = setup.app.login_response(ADMIN_USER, ADMIN_PASSWORD).await;
     assert!(login.body.get("errors").is_none(), "{}", login.body);
+}
+
+/// Backdates every started authorization past its ten minutes.
+async fn expire_login_states(db: &sea_orm::DatabaseConnection) {
+    oidc_login_state::Entity::update_many()
+        .col_expr(
+            oidc_login_state::Column::CreatedAt,
+            Expr::value(chrono::Utc::now() - chrono::TimeDelta::minutes(11)),
+        )
+        .filter(oidc_login_state::Column::StateHash.is_not_null())
+        .exec(db)
+        .await
+        .unwrap();
+}
+
+/// `GET /auth/oidc/start` as seen from `address` (through the trusted proxy).
+async fn start_from(app: &TestApp, address: &str) -> reqwest::Response {
+    app.client
+        .get(app.url("/auth/oidc/start"))
+        .header("x-forwarded-for", address)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn starting_sign_ins_costs_a_bounded_amount(backend: Backend) {
+    const STARTS_PER_MINUTE: usize = 10;
+    const MAX_PENDING: u64 = 10_000;
+    let setup = start_with(backend, &[("TRELLIS_TRUSTED_PROXIES", "127.0.0.1")]).await;
+    let app = &setup.app;
+    let db = app.database().await;
+    let pending = || async { oidc_login_state::Entity::find().count(&db).await.unwrap() };
+
+    // An address gets ten a minute; the eleventh is refused and stores nothing.
+    for _ in 0..STARTS_PER_MINUTE {
+        assert_eq!(start_from(app, "198.51.100.1").await.status(), 303);
+    }
+    let refused = start_from(app, "198.51.100.1").await;
+    assert!(refused.headers().get("retry-after").is_some());
+    assert_refused(refused, 429, "RATE_LIMITED", "too many attempts").await;
+    assert_eq!(pending().await, STARTS_PER_MINUTE as u64);
+    // Another address has its own budget.
+    assert_eq!(start_from(app, "198.51.100.2").await.status(), 303);
+
+    // An IPv6 host's /64 is one budget: walking the subnet gains nothing.
+    for i in 0..STARTS_PER_MINUTE {
+        let address = format!("2001:db8:0:7::{:x}", i + 1);
+        assert_eq!(start_from(app, &address).await.status(), 303);
+    }
+    assert_eq!(start_from(app, "2001:db8:0:7::ffff").await.status(), 429);
+    assert_eq!(start_from(app, "2001:db8:0:8::1").await.status(), 303);
+
+    // Links spend the account's budget, not the address's.
+    let admin = app.admin().await;
+    let link_start = || async {
+        app.gql("mutation { linkOidc { authorizeUrl } }", json!({}))
+            .bearer(&admin.access)
+            .send()
+            .await
+    };
+    for _ in 0..STARTS_PER_MINUTE {
+        assert!(link_start().await.body.get("errors").is_none());
+    }
+    assert_eq!(link_start().await.error_code(), Some("RATE_LIMITED"));
+    assert_eq!(start_from(app, "198.51.100.3").await.status(), 303);
+
+    // Everyone's unfinished sign-ins together are capped: at the cap a new
+    // start is refused and the table does not grow.
+    let held = pending().await;
+    let fill = match db.get_database_backend() {
+        sea_orm::DbBackend::Postgres => {
+            "INSERT INTO oidc_login_states (state_hash, nonce, pkce_verifier, purpose, created_at) \
+             SELECT 'h' || n, 'n', 'v', 'login', $1 FROM generate_series(1, $2) AS n"
+        }
+        _ => {
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2) \
+             INSERT INTO oidc_login_states (state_hash, nonce, pkce_verifier, purpose, created_at) \
+             SELECT 'h' || i, 'n', 'v', 'login', $1 FROM n"
+        }
+    };
+    let room = i64::try_from(MAX_PENDING - held).unwrap();
+    db.execute_raw(Statement::from_sql_and_values(
+        db.get_database_backend(),
+        fill,
+        [chrono::Utc::now().into(), room.into()],
+    ))
+    .await
+    .unwrap();
+    assert_eq!(pending().await, MAX_PENDING);
+    let full = start_from(app, "198.51.100.4").await;
+    assert_refused(full, 429, "RATE_LIMITED", "too many attempts").await;
+    assert_eq!(pending().await, MAX_PENDING);
+
+    // Expired ones make room as new ones come.
+    expire_login_states(&db).await;
+    assert_eq!(start_from(app, "198.51.100.4").await.status(), 303);
+    assert_eq!(pending().await, 1);
+}
+
+/// Google Reader's `ClientLogin` status for `username` / `password`.
+async fn client_login(app: &TestApp, username: &str, password: &str) -> u16 {
+    app.client
+        .post(app.url("/accounts/ClientLogin"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("Email={username}&Passwd={password}"))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+async fn oidc_accounts_set_lasting_passwords_only_from_a_fresh_sign_in(backend: Backend) {
+    // Password login is off: reader apps, which cannot speak OIDC, still
+    // sign in with a reader password.
+    let setup = start_with(backend, &[("TRELLIS_OIDC_DISABLE_PASSWORD_LOGIN", "true")]).await;
+    let app = &setup.app;
+    let cookie = session_of(&setup, &Person::new("sub-alice", "alice")).await;
+    let set_reader = |current: Option<&'static str>| {
+        let cookie = cookie.clone();
+        async move {
+            app.gql(
+                "mutation($c: String, $p: String!) { setReaderPassword(currentPassword: $c, password: $p) }",
+                json!({ "c": current, "p": "reader-secret-1" }),
+            )
+            .header("cookie", &cookie)
+            .send()
+            .await
+        }
+    };
+    assert_eq!(client_login(app, "alice", "reader-secret-1").await, 401);
+    // Just signed in at the provider: no account password is asked for.
+    let set = set_reader(None).await;
+    assert_eq!(set.data()["setReaderPassword"], true, "{}", set.body);
+    assert_eq!(client_login(app, "alice", "reader-secret-1").await, 200);
+
+    // Eleven minutes later the session no longer proves its owner: a
+    // stolen one cannot plant a lasting credential.
+    let db = app.database().await;
+    session::Entity::update_many()
+        .col_expr(
+            session::Column::CreatedAt,
+            Expr::value(chrono::Utc::now() - chrono::TimeDelta::minutes(11)),
+        )
+        .filter(session::Column::Id.is_not_null())
+        .exec(&db)
+        .await
+        .unwrap();
+    let stale = set_reader(None).await;
+    assert_eq!(stale.error_code(), Some("FORBIDDEN"), "{}", stale.body);
+    let message = stale.body["errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains("sign in again"), "{message}");
+    let change = app
+        .gql(
+            "mutation { changePassword(newPassword: \"account-secret-1\") }",
+            json!({}),
+        )
+        .header("cookie", &cookie)
+        .send()
+        .await;
+    assert_eq!(change.error_code(), Some("FORBIDDEN"), "{}", change.body);
+
+    // A fresh sign-in sets the account's first password.
+    let fresh = session_of(&setup, &Person::new("sub-alice", "alice")).await;
+    let first = app
+        .gql(
+            "mutation { changePassword(newPassword: \"account-secret-1\") }",
+            json!({}),
+        )
+        .header("cookie", &fresh)
+        .send()
+        .await;
+    assert_eq!(first.data()["changePassword"], true, "{}", first.body);
+    // ... after which the password is asked for, like anyone's.
+    let without = app
+        .gql(
+            "mutation { setReaderPassword(password: \"reader-secret-2\") }",
+            json!({}),
+        )
+        .header("cookie", &fresh)
+        .send()
+        .await;
+    assert_eq!(
+        without.error_code(),
+        Some("BAD_USER_INPUT"),
+        "{}",
+        without.body
+    );
+    let with = app
+        .gql(
+            "mutation { setReaderPassword(currentPassword: \"account-secret-1\", password: \"reader-secret-2\") }",
+            json!({}),
+        )
+        .header("cookie", &fresh)
+        .send()
+        .await;
+    assert_eq!(with.data()["setReaderPassword"], true, "{}", with.body);
+    assert_eq!(client_login(app, "alice", "reader-secret-2").await, 200);
 }

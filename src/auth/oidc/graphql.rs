@@ -64,12 +64,17 @@ impl OidcMutation {
     /// Starts linking the signed-in account to an identity at the
     /// provider. Finishing it signs that identity in as this account from
     /// then on; an identity already linked to another account is refused
-    /// (`CONFLICT`). Never matched by username or email.
+    /// (`CONFLICT`). Never matched by username or email. At most ten a
+    /// minute per account (`RATE_LIMITED`).
     async fn link_oidc(&self, ctx: &Context<'_>) -> async_graphql::Result<OidcLinkStart> {
         let viewer = ctx.viewer()?;
         let started = ctx
             .service::<OidcService>()?
-            .start(Purpose::Link(viewer.user_id), None)
+            .start(
+                Purpose::Link(viewer.user_id),
+                None,
+                ctx.request_meta()?.client_ip,
+            )
             .await?;
         Ok(OidcLinkStart {
             authorize_url: started.authorize_url.to_string(),

@@ -3,7 +3,8 @@
 //!
 //! - `start` (optional `return_to`, a local path) answers 303 to the
 //!   provider's authorize URL and sets a short-lived cookie binding the
-//!   login to this browser.
+//!   login to this browser; 429 when the address started too many (ten a
+//!   minute) or too many sign-ins are unfinished (see `service`).
 //! - `callback` (`code`, `state`; or `error` when the provider declined)
 //!   ends a login in the same session cookie a password login sets and 303
 //!   to `return_to` (or `/`); a link ends in 303 to `/settings?linked=oidc`.
@@ -62,7 +63,7 @@ async fn start(State(state): State<OidcHttp>, meta: RequestMeta, uri: Uri) -> Re
         let query = Query::parse(&uri)?;
         state
             .oidc
-            .start(Purpose::Login, query.get("return_to"))
+            .start(Purpose::Login, query.get("return_to"), meta.client_ip)
             .await
     }
     .await;

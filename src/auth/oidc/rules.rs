@@ -2,9 +2,35 @@
 //! browser, what a new account is called, and which role a login grants.
 //! No I/O; tested here.
 
+use std::net::IpAddr;
+
 use serde_json::{Map, Value};
+use uuid::Uuid;
 
 use crate::auth::Role;
+
+/// Whose budget a new authorization spends: a login's is its address's
+/// (an IPv6 address's /64, the block one host is usually given, so a host
+/// cannot mint fresh budgets by walking its own subnet); a link's is the
+/// signed-in account's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StartKey {
+    Address(IpAddr),
+    Account(Uuid),
+}
+
+pub fn start_key(link_for: Option<Uuid>, client_ip: IpAddr) -> StartKey {
+    if let Some(user) = link_for {
+        return StartKey::Account(user);
+    }
+    StartKey::Address(match client_ip.to_canonical() {
+        IpAddr::V6(v6) => {
+            let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(prefix.into())
+        }
+        v4 => v4,
+    })
+}
 
 /// `return_to` as given at `/auth/oidc/start`, kept only when it is a path
 /// on this server (`/feeds?x=1`): never an absolute or scheme-relative URL
@@ -88,6 +114,25 @@ mod tests {
 
     fn claims(value: Value) -> Map<String, Value> {
         value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn logins_spend_their_address_budget_and_links_their_account_budget() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let v4 = ip("203.0.113.7");
+        assert_eq!(start_key(None, v4), StartKey::Address(v4));
+        // One /64 is one budget; the next /64 is another.
+        let a = start_key(None, ip("2001:db8:1:2:aaaa::1"));
+        assert_eq!(a, start_key(None, ip("2001:db8:1:2:ffff:1:2:3")));
+        assert_eq!(a, StartKey::Address(ip("2001:db8:1:2::")));
+        assert_ne!(a, start_key(None, ip("2001:db8:1:3::1")));
+        // An IPv4 client seen through a dual-stack socket is that IPv4 address.
+        assert_eq!(
+            start_key(None, ip("::ffff:203.0.113.7")),
+            StartKey::Address(v4)
+        );
+        let user = Uuid::from_u128(7);
+        assert_eq!(start_key(Some(user), v4), StartKey::Account(user));
     }
 
     #[test]

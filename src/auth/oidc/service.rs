@@ -1,10 +1,14 @@
 //! OIDC login's state changes: starting an authorization (login or link),
 //! finishing it at the callback, and unlinking.
 
-use std::sync::Arc;
+use std::{net::IpAddr, num::NonZeroU32, sync::Arc};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use entity::{oidc_identity, oidc_login_state, user};
+use governor::{
+    DefaultKeyedRateLimiter, Quota, RateLimiter,
+    clock::{Clock, DefaultClock},
+};
 use openidconnect::{
     AuthorizationCode, CsrfToken, Nonce, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope,
     core::{CoreAuthenticationFlow, CoreClient},
@@ -24,6 +28,7 @@ use crate::{
     auth::{
         Role, Viewer,
         keys::ServerSecret,
+        password::NO_PASSWORD,
         ratelimit::Realm,
         service::{AuthService, IssuedTokens},
         tokens::{random_token, token_hash},
@@ -37,9 +42,19 @@ use crate::{
 /// How long a started authorization may be finished.
 pub const STATE_TTL: TimeDelta = TimeDelta::minutes(10);
 
-/// What an account created by an OIDC login has for a password hash: no
-/// PHC string, so no password ever matches it.
-pub const NO_PASSWORD: &str = "!oidc";
+/// Authorizations one address (a login) or one account (a link) may start
+/// per minute, all at once if it likes; beyond that `RATE_LIMITED`. A
+/// person signing in starts one; ten covers reloads and a second tab.
+pub const STARTS_PER_MINUTE: u32 = 10;
+
+/// Unfinished authorizations kept at most, everyone's together. Each is a
+/// row until it is finished or expires ([`STATE_TTL`]); when this many are
+/// pending a new start is refused (`RATE_LIMITED`) until some go, so a
+/// flood from many addresses costs a bounded table, not an unbounded one.
+pub const MAX_PENDING: u64 = 10_000;
+
+/// Budget keys the start limiter remembers before it forgets the idle ones.
+const TRACKED_START_KEYS: usize = 10_000;
 
 /// Why the browser was sent to the provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +111,7 @@ struct Inner {
     db: DatabaseConnection,
     secret: Arc<ServerSecret>,
     public_url: PublicUrl,
+    starts: DefaultKeyedRateLimiter<rules::StartKey>,
 }
 
 const NOT_CONFIGURED: AppError =
@@ -121,6 +137,9 @@ impl OidcService {
                 db,
                 secret,
                 public_url,
+                starts: RateLimiter::keyed(Quota::per_minute(
+                    NonZeroU32::new(STARTS_PER_MINUTE).expect("a positive budget"),
+                )),
             })),
             None => None,
         };
@@ -147,9 +166,18 @@ impl OidcService {
 
     /// Starts an authorization: stores the transaction (state hash, nonce,
     /// sealed PKCE verifier, purpose) and returns the provider's authorize
-    /// URL with PKCE S256, `state` and `nonce`.
-    pub async fn start(&self, purpose: Purpose, return_to: Option<&str>) -> AppResult<Started> {
+    /// URL with PKCE S256, `state` and `nonce`. Bounded: at most
+    /// [`STARTS_PER_MINUTE`] per address (login) or account (link), at
+    /// most [`MAX_PENDING`] unfinished in all; beyond either,
+    /// `RATE_LIMITED` and nothing is stored.
+    pub async fn start(
+        &self,
+        purpose: Purpose,
+        return_to: Option<&str>,
+        client_ip: IpAddr,
+    ) -> AppResult<Started> {
         let inner = self.inner()?;
+        inner.admit_start(purpose, client_ip)?;
         let metadata = inner.provider.metadata().await.map_err(upstream)?;
         let redirect = inner.redirect_url()?;
         let client = CoreClient::from_provider_metadata(
@@ -181,6 +209,11 @@ impl OidcService {
             .filter(oidc_login_state::Column::CreatedAt.lte(now - STATE_TTL))
             .exec(&*txn)
             .await?;
+        let pending = oidc_login_state::Entity::find().count(&*txn).await?;
+        if pending >= MAX_PENDING {
+            tracing::warn!(pending, "OIDC start refused: too many unfinished sign-ins");
+            return Err(AppError::RateLimited { retry_after: 60 });
+        }
         oidc_login_state::ActiveModel {
             state_hash: Set(token_hash(&state)),
             nonce: Set(nonce),
@@ -330,6 +363,26 @@ impl OidcService {
 }
 
 impl Inner {
+    /// Spends one start from the caller's budget (see [`STARTS_PER_MINUTE`]).
+    fn admit_start(&self, purpose: Purpose, client_ip: IpAddr) -> AppResult<()> {
+        let link_for = match purpose {
+            Purpose::Login => None,
+            Purpose::Link(user) => Some(user),
+        };
+        let key = rules::start_key(link_for, client_ip);
+        let admitted = self.starts.check_key(&key);
+        if self.starts.len() > TRACKED_START_KEYS {
+            self.starts.retain_recent();
+        }
+        admitted.map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            tracing::info!(?key, "OIDC start refused: budget spent");
+            AppError::RateLimited {
+                retry_after: wait.as_secs().max(1),
+            }
+        })
+    }
+
     fn redirect_url(&self) -> AppResult<RedirectUrl> {
         let url = self
             .provider

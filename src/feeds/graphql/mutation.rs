@@ -278,18 +278,22 @@ impl FeedsMutation {
     /// lower case — and this password). It must differ from your account
     /// password (`currentPassword`), because the Fever protocol sends
     /// `md5(username:password)` with every request. Changing the account
-    /// password turns the reader APIs off again.
+    /// password turns the reader APIs off again. An account created by an
+    /// OIDC login has no account password: it omits `currentPassword` and
+    /// must have signed in within the last ten minutes (else `FORBIDDEN`).
+    /// Reader apps keep working with `TRELLIS_OIDC_DISABLE_PASSWORD_LOGIN`:
+    /// they cannot speak OIDC, and this password opens only their APIs.
     async fn set_reader_password(
         &self,
         ctx: &Context<'_>,
-        #[graphql(secret)] current_password: String,
+        #[graphql(secret)] current_password: Option<String>,
         #[graphql(secret)] password: String,
     ) -> async_graphql::Result<bool> {
         let viewer = ctx.viewer()?;
         ctx.service::<ReaderAccounts>()?
             .set_password(
                 viewer,
-                current_password.into(),
+                current_password.map(secrecy::SecretString::from),
                 password.into(),
                 ctx.request_meta()?,
             )
