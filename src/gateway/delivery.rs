@@ -218,7 +218,9 @@ impl DeliverHandler {
                     format!("{name} has no title {} for this account", event.title_id),
                 )
             }
-            ProviderError::NotConfigured(_) | ProviderError::Unsupported(_) => {
+            ProviderError::NotConfigured(_)
+            | ProviderError::Unsupported(_)
+            | ProviderError::Inapplicable(_) => {
                 if !sent {
                     self.events.release(&event.fingerprint).await?;
                 }

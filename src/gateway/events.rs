@@ -60,6 +60,10 @@ pub enum EventStatus {
     Review,
     /// A read-back showed the value: the receipt is recorded.
     Confirmed,
+    /// Set aside by its owner or an operator (`dismissGatewayEvent`):
+    /// nothing more is sent. A write that may already have gone out keeps
+    /// its slot (an unknown reservation never expires by itself).
+    Dismissed,
 }
 
 impl EventStatus {
@@ -69,6 +73,7 @@ impl EventStatus {
             EventStatus::Waiting => "WAITING",
             EventStatus::Review => "REVIEW",
             EventStatus::Confirmed => "CONFIRMED",
+            EventStatus::Dismissed => "DISMISSED",
         }
     }
 
@@ -78,6 +83,7 @@ impl EventStatus {
             EventStatus::Waiting,
             EventStatus::Review,
             EventStatus::Confirmed,
+            EventStatus::Dismissed,
         ]
         .into_iter()
         .find(|status| status.as_str() == text)
@@ -294,22 +300,20 @@ impl Events {
     }
 
     pub async fn get(&self, id: Uuid) -> AppResult<Option<EventView>> {
-        gateway_event::Entity::find_by_id(id)
-            .one(&self.db)
-            .await?
-            .as_ref()
-            .map(EventView::from_row)
-            .transpose()
+        self.get_in(&self.db, id).await
     }
 
-    /// The user's events, newest first, optionally of one status.
+    /// The user's events (`None`: everyone's), newest first, optionally
+    /// of one status.
     pub fn list(
         &self,
-        user: Uuid,
+        user: Option<Uuid>,
         status: Option<EventStatus>,
     ) -> sea_orm::Select<gateway_event::Entity> {
-        let mut select =
-            gateway_event::Entity::find().filter(gateway_event::Column::UserId.eq(user));
+        let mut select = gateway_event::Entity::find();
+        if let Some(user) = user {
+            select = select.filter(gateway_event::Column::UserId.eq(user));
+        }
         if let Some(status) = status {
             select = select.filter(gateway_event::Column::Status.eq(status.as_str()));
         }
@@ -527,6 +531,77 @@ impl Events {
         let tasks = redeliver(&*txn, waiting, "resumed: the account was linked").await?;
         txn.commit().await?;
         Ok(tasks)
+    }
+
+    /// Sends a parked event (`REVIEW` or `WAITING`) back to delivery with a
+    /// new task, as its owner or an operator asked; `CONFLICT` for one
+    /// that is pending, confirmed or dismissed.
+    pub async fn retry(&self, event: &EventView) -> AppResult<(EventView, entity::task::Model)> {
+        let txn = db::begin_write(&self.db).await?;
+        let row = self.parked(&*txn, event.id).await?;
+        let task = redeliver(&*txn, vec![row], "retried on request")
+            .await?
+            .pop()
+            .expect("one event, one task");
+        let view = self
+            .get_in(&*txn, event.id)
+            .await?
+            .ok_or(AppError::NotFound("gateway event"))?;
+        txn.commit().await?;
+        Ok((view, task))
+    }
+
+    /// Sets a parked event (`REVIEW` or `WAITING`) aside: `DISMISSED`,
+    /// nothing more is sent; a slot nothing was sent for is released.
+    pub async fn dismiss(&self, event: &EventView) -> AppResult<EventView> {
+        let txn = db::begin_write(&self.db).await?;
+        let row = self.parked(&*txn, event.id).await?;
+        gateway_receipt_slot::Entity::delete_many()
+            .filter(gateway_receipt_slot::Column::Fingerprint.eq(&row.fingerprint))
+            .filter(gateway_receipt_slot::Column::SentAt.is_null())
+            .exec(&*txn)
+            .await?;
+        let view = self
+            .update(
+                &*txn,
+                row.id,
+                EventStatus::Dismissed,
+                Some("dismissed on request: nothing more is sent".into()),
+                None,
+                0,
+            )
+            .await?;
+        txn.commit().await?;
+        Ok(view)
+    }
+
+    /// The event, read in the transaction, if it is parked.
+    async fn parked(
+        &self,
+        txn: &impl ConnectionTrait,
+        id: Uuid,
+    ) -> AppResult<gateway_event::Model> {
+        let row = gateway_event::Entity::find_by_id(id)
+            .one(txn)
+            .await?
+            .ok_or(AppError::NotFound("gateway event"))?;
+        let status = EventStatus::parse(&row.status);
+        if !matches!(status, Some(EventStatus::Review | EventStatus::Waiting)) {
+            return Err(AppError::Conflict(format!(
+                "only an event waiting for review or for its user can be retried or dismissed; this one is {}",
+                row.status
+            )));
+        }
+        Ok(row)
+    }
+
+    async fn get_in(&self, txn: &impl ConnectionTrait, id: Uuid) -> AppResult<Option<EventView>> {
+        gateway_event::Entity::find_by_id(id)
+            .one(txn)
+            .await?
+            .as_ref()
+            .map(EventView::from_row)
+            .transpose()
     }
 
     /// Gives a new delivery task to every pending event whose task is no

@@ -12,7 +12,7 @@ use super::{
     links::{Link, LinkStatus},
     provider::{GatewayFeature, LinkMethod, MetadataKind, ProviderKind},
     scrobbler::TitleLinkState,
-    service::{Check, GatewayService, Manifest, ProviderManifest},
+    service::{Check, GatewayService, Manifest, ProviderManifest, Review},
 };
 use crate::{
     error::AppError,
@@ -90,6 +90,8 @@ impl GatewayQuery {
     }
 
     /// The viewer's personal events, newest first; `status` filters.
+    /// `allUsers` (administrators only) lists everyone's: with `status:
+    /// REVIEW`, the operators' review queue.
     #[graphql(complexity = "crate::graphql::pagination::page_cost(first, child_complexity)")]
     async fn gateway_events(
         &self,
@@ -97,16 +99,17 @@ impl GatewayQuery {
         status: Option<EventStatus>,
         first: Option<i32>,
         after: Option<String>,
+        #[graphql(default = false)] all_users: bool,
     ) -> async_graphql::Result<KeysetConnection<GatewayEvent>> {
         let viewer = ctx.viewer()?;
         let page = PageRequest::new(first, after)?;
         Ok(ctx
             .service::<GatewayService>()?
-            .events(viewer, status, page, GatewayEvent)
+            .events(viewer, status, all_users, page, GatewayEvent)
             .await?)
     }
 
-    /// One of the viewer's events.
+    /// One of the viewer's events (an administrator: anyone's).
     async fn gateway_event(
         &self,
         ctx: &Context<'_>,
@@ -308,6 +311,28 @@ impl GatewayMutation {
         Ok(TitleLink(link))
     }
 
+    /// Sends an event waiting for review (or for its user) back to
+    /// delivery, after its reason was dealt with. The event's owner or an
+    /// administrator; `CONFLICT` unless it is `REVIEW` or `WAITING`.
+    async fn retry_gateway_event(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+    ) -> async_graphql::Result<GatewayEvent> {
+        review(ctx, &id, Review::Retry).await
+    }
+
+    /// Sets an event waiting for review (or for its user) aside:
+    /// `DISMISSED`, nothing more is sent. The event's owner or an
+    /// administrator; `CONFLICT` unless it is `REVIEW` or `WAITING`.
+    async fn dismiss_gateway_event(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+    ) -> async_graphql::Result<GatewayEvent> {
+        review(ctx, &id, Review::Dismiss).await
+    }
+
     /// Forgets the viewer's account at a provider (its stored credential
     /// with it). False when there was none.
     async fn unlink_provider(
@@ -504,6 +529,18 @@ pub struct ProviderMetadata {
     /// The provider's answer (AniList: the GraphQL `data`; Kavita: its
     /// JSON).
     pub payload: Json<Value>,
+}
+
+/// Retries or dismisses a parked event; an id that cannot exist names
+/// nothing (`NOT_FOUND`).
+async fn review(ctx: &Context<'_>, id: &ID, review: Review) -> async_graphql::Result<GatewayEvent> {
+    let viewer = ctx.viewer()?;
+    let id = uuid::Uuid::parse_str(id).map_err(|_| AppError::NotFound("gateway event"))?;
+    let event = ctx
+        .service::<GatewayService>()?
+        .review(viewer, id, review)
+        .await?;
+    Ok(GatewayEvent(event))
 }
 
 async fn submit(

@@ -307,14 +307,15 @@ impl Provider for Kavita {
                 Needs::Public,
                 Some("read with the instance's catalog account, never a user's"),
             ),
-            FeatureSupport {
-                feature: Progress,
-                supported: false,
-                needs: Needs::Account,
-                limitation: Some(
-                    "reading progress is read from Kavita (scrobbling), not written to it",
+            feature(
+                Progress,
+                Needs::Account,
+                Some(
+                    "the title is a series and progress its highest chapter read, written page by page: \
+                     chapters up to it become read, read chapters after it unread; \
+                     a series without that chapter waits for review",
                 ),
-            },
+            ),
             feature(Rating, Needs::Account, Some("0 to 5 stars")),
             feature(WantToRead, Needs::Account, None),
             feature(
@@ -384,8 +385,8 @@ impl Provider for Kavita {
         })
     }
 
-    fn writes(&self, kind: ActionKind) -> bool {
-        kind != ActionKind::Progress
+    fn writes(&self, _kind: ActionKind) -> bool {
+        true
     }
 
     async fn read_entry(
@@ -432,9 +433,18 @@ impl Provider for Kavita {
                     ..RemoteEntry::default()
                 })
             }
-            ActionKind::Progress => Err(ProviderError::Unsupported(
-                "Kavita's reading progress is not written by the gateway",
-            )),
+            ActionKind::Progress => {
+                let chapters =
+                    super::scrobble::chapters_read(&self.volumes(who.credential, series).await?);
+                Ok(RemoteEntry {
+                    listed: chapters > 0,
+                    progress: Some(chapters),
+                    fields: [("chaptersRead".to_owned(), chapters.into())]
+                        .into_iter()
+                        .collect(),
+                    ..RemoteEntry::default()
+                })
+            }
         }
     }
 
@@ -459,10 +469,8 @@ impl Provider for Kavita {
                 "api/want-to-read/remove-series",
                 serde_json::json!({ "seriesIds": [series] }),
             ),
-            Action::Progress { .. } => {
-                return Err(ProviderError::Unsupported(
-                    "Kavita's reading progress is not written by the gateway",
-                ));
+            Action::Progress { chapters } => {
+                return self.write_progress(who, series, *chapters).await;
             }
         };
         let url = self.url(path)?;
@@ -484,6 +492,62 @@ impl Provider for Kavita {
     async fn probe_public(&self) -> Result<(), ProviderError> {
         let key = self.catalog_key()?.to_owned();
         self.authenticate(&key).await.map(|_| ())
+    }
+}
+
+impl Kavita {
+    /// Makes the series' highest chapter read `target`, one
+    /// `POST /api/Reader/progress` per chapter that changes (Kavita keeps
+    /// progress per chapter, as pages read). Each write names the
+    /// chapter's volume, series and library, as Kavita's `ProgressDto`
+    /// requires.
+    async fn write_progress(
+        &self,
+        who: &Personal<'_>,
+        series: u32,
+        target: u32,
+    ) -> Result<(), ProviderError> {
+        let url = self.url(&format!("api/Series/{series}"))?;
+        let answer = self.call(who.credential, Method::GET, &url, None).await?;
+        refused(&answer)?;
+        if answer.status == StatusCode::NO_CONTENT {
+            return Err(ProviderError::NotFound(NAME));
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct SeriesLibrary {
+            library_id: u32,
+        }
+        let SeriesLibrary { library_id } = parse(&answer, "the series")?;
+        let volumes = self.volumes(who.credential, series).await?;
+        let writes = super::scrobble::progress_writes(&volumes, target)
+            .map_err(ProviderError::Inapplicable)?;
+        let url = self.url("api/Reader/progress")?;
+        for write in writes {
+            let body = serde_json::json!({
+                "volumeId": write.volume_id,
+                "chapterId": write.chapter_id,
+                "pageNum": write.pages_read,
+                "seriesId": series,
+                "libraryId": library_id,
+            });
+            let body = serde_json::to_vec(&body).expect("a JSON value serializes");
+            let answer = self
+                .call(who.credential, Method::POST, &url, Some(body))
+                .await?;
+            refused(&answer)?;
+            if !answer.status.is_success() {
+                return Err(ProviderError::Unexpected {
+                    provider: NAME,
+                    what: format!(
+                        "api/Reader/progress answered HTTP {} for chapter {}",
+                        answer.status.as_u16(),
+                        write.chapter_id
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 }
 

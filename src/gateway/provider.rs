@@ -193,14 +193,18 @@ pub enum ProviderError {
     },
     #[error("{0}")]
     Unsupported(&'static str),
+    /// The action cannot apply to this title as the provider has it (a
+    /// chapter the series does not have): a person must look at it.
+    #[error("{0}")]
+    Inapplicable(String),
 }
 
 impl From<ProviderError> for AppError {
     fn from(error: ProviderError) -> Self {
         match error {
-            ProviderError::NotConfigured(_) | ProviderError::Unsupported(_) => {
-                AppError::bad_input("provider", error.to_string())
-            }
+            ProviderError::NotConfigured(_)
+            | ProviderError::Unsupported(_)
+            | ProviderError::Inapplicable(_) => AppError::bad_input("provider", error.to_string()),
             ProviderError::Cooldown { until, .. } => AppError::RateLimited {
                 retry_after: (until - Utc::now()).num_seconds().max(1) as u64,
             },

@@ -33,6 +33,10 @@ pub struct Volume {
 #[serde(rename_all = "camelCase")]
 pub struct Chapter {
     #[serde(default)]
+    pub id: u32,
+    #[serde(default)]
+    pub volume_id: u32,
+    #[serde(default)]
     pub min_number: Option<f64>,
     #[serde(default)]
     pub max_number: Option<f64>,
@@ -66,6 +70,18 @@ impl Chapter {
     }
 }
 
+/// A chapter of the story as [`chapters_read`] counts it: its floored
+/// number, if it is one.
+fn story_number(volume: &Volume, chapter: &Chapter) -> Option<u32> {
+    if volume.number() == Some(SPECIAL_VOLUME) || chapter.is_special || chapter.pages == 0 {
+        return None;
+    }
+    chapter
+        .number()
+        .filter(|number| *number != VOLUME_ONLY_CHAPTER && *number > 0.0)
+        .map(|number| number.floor().min(f64::from(super::action::MAX_CHAPTERS)) as u32)
+}
+
 /// AniList's progress for a series: the highest chapter number among the
 /// chapters whose pages are all read (as Kavita's own scrobbling counts
 /// it). Loose-leaf chapters (volume −100000) count like any; specials
@@ -74,14 +90,65 @@ impl Chapter {
 pub fn chapters_read(volumes: &[Volume]) -> u32 {
     volumes
         .iter()
-        .filter(|volume| volume.number() != Some(SPECIAL_VOLUME))
-        .flat_map(|volume| volume.chapters.iter())
-        .filter(|chapter| !chapter.is_special && chapter.fully_read())
-        .filter_map(Chapter::number)
-        .filter(|number| *number != VOLUME_ONLY_CHAPTER && *number > 0.0)
-        .map(|number| number.floor().min(f64::from(super::action::MAX_CHAPTERS)) as u32)
+        .flat_map(|volume| {
+            volume
+                .chapters
+                .iter()
+                .filter(|chapter| chapter.fully_read())
+                .filter_map(move |chapter| story_number(volume, chapter))
+        })
         .max()
         .unwrap_or(0)
+}
+
+/// One `POST /api/Reader/progress`: set a chapter's pages read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PageWrite {
+    pub chapter_id: u32,
+    pub volume_id: u32,
+    pub pages_read: u32,
+}
+
+/// The page writes that make [`chapters_read`] of a series exactly
+/// `target`: every story chapter numbered up to `target` that is not fully
+/// read gets all its pages, every fully read one numbered above it goes
+/// back to none. Partly read chapters above `target`, specials and
+/// whole-volume files are left as they are. `Err` (in words) when the
+/// series has no chapter `target` to end on, so no writes could show it.
+pub fn progress_writes(volumes: &[Volume], target: u32) -> Result<Vec<PageWrite>, String> {
+    let story: Vec<(u32, &Chapter)> = volumes
+        .iter()
+        .flat_map(|volume| {
+            volume
+                .chapters
+                .iter()
+                .filter_map(move |chapter| Some((story_number(volume, chapter)?, chapter)))
+        })
+        .collect();
+    if target > 0 && !story.iter().any(|(number, _)| *number == target) {
+        return Err(format!(
+            "the series has no chapter {target} (its chapters: {})",
+            match story.iter().map(|(number, _)| *number).max() {
+                Some(last) => format!("up to {last}"),
+                None => "none, only volumes or specials".to_owned(),
+            }
+        ));
+    }
+    Ok(story
+        .into_iter()
+        .filter_map(|(number, chapter)| {
+            let pages_read = if number <= target {
+                (!chapter.fully_read()).then_some(chapter.pages)
+            } else {
+                chapter.fully_read().then_some(0)
+            }?;
+            Some(PageWrite {
+                chapter_id: chapter.id,
+                volume_id: chapter.volume_id,
+                pages_read,
+            })
+        })
+        .collect())
 }
 
 /// The AniList media id a series' web links name
@@ -200,6 +267,82 @@ mod tests {
             { "number": 1, "chapters": [ { "number": "12.5", "pages": 10, "pagesRead": 10 } ] }
         ]));
         assert_eq!(chapters_read(&older), 12);
+    }
+
+    /// What `writes` leave behind, applied to `volumes` by chapter id.
+    fn applied(mut volumes: Vec<Volume>, writes: &[PageWrite]) -> Vec<Volume> {
+        for volume in &mut volumes {
+            for chapter in &mut volume.chapters {
+                if let Some(write) = writes.iter().find(|w| w.chapter_id == chapter.id) {
+                    chapter.pages_read = write.pages_read;
+                }
+            }
+        }
+        volumes
+    }
+
+    fn page(chapter_id: u32, volume_id: u32, pages_read: u32) -> PageWrite {
+        PageWrite {
+            chapter_id,
+            volume_id,
+            pages_read,
+        }
+    }
+
+    #[test]
+    fn progress_writes_end_exactly_on_the_target_chapter() {
+        let series = volumes(json!([
+            { "minNumber": 1, "chapters": [
+                { "id": 11, "volumeId": 1, "minNumber": 1, "maxNumber": 1, "pages": 20, "pagesRead": 20 },
+                { "id": 12, "volumeId": 1, "minNumber": 2, "maxNumber": 2, "pages": 20, "pagesRead": 3 },
+                { "id": 13, "volumeId": 1, "minNumber": 3, "maxNumber": 3, "pages": 20, "pagesRead": 0 }
+            ]},
+            { "minNumber": -100000, "chapters": [
+                { "id": 21, "volumeId": 2, "minNumber": 4, "maxNumber": 4, "pages": 10, "pagesRead": 10 },
+                { "id": 22, "volumeId": 2, "minNumber": 5, "maxNumber": 5, "pages": 10, "pagesRead": 4 }
+            ]},
+            { "minNumber": 100000, "chapters": [
+                { "id": 31, "volumeId": 3, "minNumber": 9, "maxNumber": 9, "pages": 5, "pagesRead": 5 }
+            ]}
+        ]));
+        assert_eq!(chapters_read(&series), 4);
+        // To 3: the chapters up to it completed, the read chapter 4 unread.
+        let forward = progress_writes(&series, 3).unwrap();
+        assert_eq!(
+            forward,
+            vec![page(12, 1, 20), page(13, 1, 20), page(21, 2, 0),]
+        );
+        assert_eq!(chapters_read(&applied(series.clone(), &forward)), 3);
+        // Back to 1: the fully read chapter 4 is unread; partly read 5 and
+        // the special are left alone.
+        let back = progress_writes(&series, 1).unwrap();
+        assert_eq!(back, vec![page(21, 2, 0)]);
+        assert_eq!(chapters_read(&applied(series.clone(), &back)), 1);
+        // Already counted at 4, but with gaps: the gaps are filled.
+        assert_eq!(
+            progress_writes(&series, 4).unwrap(),
+            vec![page(12, 1, 20), page(13, 1, 20),]
+        );
+        // Already there: nothing to write.
+        let there = applied(series.clone(), &forward);
+        assert_eq!(progress_writes(&there, 3).unwrap(), vec![]);
+        // Zero: nothing fully read remains.
+        let none = progress_writes(&series, 0).unwrap();
+        assert_eq!(chapters_read(&applied(series.clone(), &none)), 0);
+        // No chapter 7 (specials do not count): refused, in words.
+        let missing = progress_writes(&series, 7).unwrap_err();
+        assert!(
+            missing.contains("no chapter 7") && missing.contains("up to 5"),
+            "{missing}"
+        );
+        let volumes_only = volumes(json!([{ "minNumber": 1, "chapters": [
+            { "id": 1, "minNumber": -100000, "maxNumber": -100000, "pages": 100, "pagesRead": 0 }
+        ]}]));
+        assert!(
+            progress_writes(&volumes_only, 1)
+                .unwrap_err()
+                .contains("only volumes")
+        );
     }
 
     #[test]

@@ -590,18 +590,26 @@ impl GatewayService {
             .task)
     }
 
-    /// The viewer's events, newest first.
+    /// The viewer's events, newest first; with `all_users` (operators
+    /// only: `FORBIDDEN` otherwise) everyone's, for the review queue.
     pub async fn events<N: async_graphql::OutputType>(
         &self,
         viewer: &Viewer,
         status: Option<EventStatus>,
+        all_users: bool,
         page: PageRequest,
         node: impl Fn(EventView) -> N,
     ) -> AppResult<KeysetConnection<N>> {
         use entity::gateway_event::Column;
+        if all_users && !viewer.is_admin() {
+            return Err(AppError::Forbidden(
+                "only an administrator sees every user's events",
+            ));
+        }
+        let owner = (!all_users).then_some(viewer.user_id);
         try_paginate(
             self.events.db(),
-            self.events.list(viewer.user_id, status),
+            self.events.list(owner, status),
             Keyset::descending(vec![Column::Id]),
             page,
             |row| vec![KeyValue::Uuid(row.id)],
@@ -610,13 +618,39 @@ impl GatewayService {
         .await
     }
 
-    /// One of the viewer's events.
+    /// One of the viewer's events (an administrator: anyone's).
     pub async fn event(&self, viewer: &Viewer, id: uuid::Uuid) -> AppResult<Option<EventView>> {
         Ok(self
             .events
             .get(id)
             .await?
-            .filter(|event| event.user_id == viewer.user_id))
+            .filter(|event| event.user_id == viewer.user_id || viewer.is_admin()))
+    }
+
+    /// Acts on an event parked for review (or for its user), as its owner
+    /// or an operator: [`Review::Retry`] sends it back to delivery after
+    /// its reason was dealt with (a title link, a relinked account, room in
+    /// the budget); [`Review::Dismiss`] sets it aside for good.
+    pub async fn review(
+        &self,
+        viewer: &Viewer,
+        id: uuid::Uuid,
+        review: Review,
+    ) -> AppResult<EventView> {
+        let event = self
+            .event(viewer, id)
+            .await?
+            .ok_or(AppError::NotFound("gateway event"))?;
+        let view = match review {
+            Review::Retry => {
+                let (view, task) = self.events.retry(&event).await?;
+                self.jobs.after_commit(Some(&task)).await;
+                view
+            }
+            Review::Dismiss => self.events.dismiss(&event).await?,
+        };
+        tracing::info!(event = %id, by = %viewer.user_id, ?review, "gateway event reviewed");
+        Ok(view)
     }
 
     /// The viewer's receipts, newest first.
@@ -642,6 +676,13 @@ impl GatewayService {
         )
         .await
     }
+}
+
+/// What a reviewer does with a parked event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Review {
+    Retry,
+    Dismiss,
 }
 
 /// The manifest's feature for an action.

@@ -735,11 +735,16 @@ async fn the_manifest_says_what_is_supported_configured_and_limited(backend: Bac
     link_kavita(app, &alice, "alice-kavita-key").await;
     let half = manifest().await;
     assert_eq!(feature(&half, "KAVITA", "RATING")["configured"], true);
-    // Kavita is where reading is read from, not written to.
+    // Progress on Kavita is per series, written chapter by chapter.
     let kavita_progress = feature(&half, "KAVITA", "PROGRESS");
-    assert_eq!(kavita_progress["supported"], false);
-    assert_eq!(kavita_progress["configured"], false);
-    assert!(kavita_progress["limitation"].is_string());
+    assert_eq!(kavita_progress["supported"], true);
+    assert_eq!(kavita_progress["configured"], true);
+    assert!(
+        kavita_progress["limitation"]
+            .as_str()
+            .unwrap()
+            .contains("highest chapter read")
+    );
     assert_eq!(
         feature(&half, "ANILIST", "SCROBBLE_FROM_KAVITA")["configured"],
         false,

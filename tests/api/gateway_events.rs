@@ -192,15 +192,8 @@ async fn an_ambiguous_slot_survives_a_restart_and_is_verified_first(backend: Bac
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let db = setup.app.database().await;
-    let slots = db
-        .query_all_raw(Statement::from_string(
-            db.get_database_backend(),
-            "SELECT sent_at FROM gateway_receipt_slots",
-        ))
-        .await
-        .unwrap();
     assert_eq!(
-        slots.len(),
+        slot_count(&db).await,
         1,
         "the slot is kept while the outcome is unknown"
     );
@@ -208,14 +201,11 @@ async fn an_ambiguous_slot_survives_a_restart_and_is_verified_first(backend: Bac
     setup.app.restart(&[]).await;
     wait_status(&setup.app, &alice, &id, "CONFIRMED").await;
     assert_eq!(setup.anilist.fake.writes.count("7", "30013"), 1);
-    let slots = db
-        .query_all_raw(Statement::from_string(
-            db.get_database_backend(),
-            "SELECT fingerprint FROM gateway_receipt_slots",
-        ))
-        .await
-        .unwrap();
-    assert!(slots.is_empty(), "confirmation moved the slot to receipts");
+    assert_eq!(
+        slot_count(&db).await,
+        0,
+        "confirmation moved the slot to receipts"
+    );
 }
 
 async fn one_titles_writes_never_overlap_while_two_titles_do(backend: Backend) {
@@ -377,17 +367,85 @@ async fn kavita_is_confirmed_only_by_read_back_with_the_users_own_key(backend: B
             assert_eq!(claims["nameid"], "alice", "{path}");
         }
     }
+}
 
-    // Progress is not written to Kavita: refused at once, with the reason.
-    let refused = app
-        .gql(
-            "mutation { recordProgress(provider: KAVITA, titleId: \"1\", progress: 3) { id } }",
-            json!({}),
-        )
-        .bearer(&alice.access)
-        .send()
-        .await;
-    assert_eq!(refused.error_code(), Some("BAD_USER_INPUT"));
+async fn kavita_progress(app: &TestApp, user: &Tokens, series: &str, chapter: i32) -> Value {
+    app.gql(
+        &format!(
+            "mutation($t: ID!, $p: Int!) {{ recordProgress(provider: KAVITA, titleId: $t, progress: $p) {{ {EVENT_FIELDS} }} }}"
+        ),
+        json!({ "t": series, "p": chapter }),
+    )
+    .bearer(&user.access)
+    .send()
+    .await
+    .data()["recordProgress"]
+        .clone()
+}
+
+async fn progress_is_written_to_kavita_chapter_by_chapter_and_read_back(backend: Backend) {
+    let setup = start(backend).await;
+    let app = &setup.app;
+    let alice = app.member("alice").await;
+    let fake = &setup.kavita.fake;
+    assert!(
+        link_kavita(app, &alice, "alice-kavita-key")
+            .await
+            .error_code()
+            .is_none()
+    );
+    // Frieren: eight chapters of ten pages; 1–2 read, 3 half read.
+    fake.read("alice", 2, 8, 2);
+
+    // Stand at chapter 5: chapters 3, 4 and 5 are written, nothing else.
+    let forward = kavita_progress(app, &alice, "2", 5).await;
+    wait_status(app, &alice, forward["id"].as_str().unwrap(), "CONFIRMED").await;
+    assert_eq!(fake.pages_read("alice", 2), [10, 10, 10, 10, 10, 0, 0, 0]);
+    assert_eq!(fake.writes.count("alice", "2"), 3);
+    let sent = fake.journal.seen("/api/Reader/progress");
+    assert_eq!(sent.len(), 3);
+    for (seen, chapter) in sent.iter().zip([2003, 2004, 2005]) {
+        assert_eq!(
+            seen.body,
+            json!({ "volumeId": 200, "chapterId": chapter, "pageNum": 10, "seriesId": 2, "libraryId": 1 })
+        );
+        assert!(seen.authorization.is_some());
+    }
+
+    // Back to chapter 4: only chapter 5 is unread.
+    let back = kavita_progress(app, &alice, "2", 4).await;
+    wait_status(app, &alice, back["id"].as_str().unwrap(), "CONFIRMED").await;
+    assert_eq!(fake.pages_read("alice", 2), [10, 10, 10, 10, 0, 0, 0, 0]);
+    assert_eq!(fake.writes.count("alice", "2"), 4);
+
+    // Kavita answers `true` and stores nothing: the read-back does not show
+    // it, so the missing chapter goes out again, and only then it confirms.
+    fake.ignore_writes.store(1, Ordering::SeqCst);
+    let quirk = kavita_progress(app, &alice, "2", 5).await;
+    let confirmed = wait_status(app, &alice, quirk["id"].as_str().unwrap(), "CONFIRMED").await;
+    assert_eq!(confirmed["attempts"], 1);
+    assert_eq!(fake.pages_read("alice", 2), [10, 10, 10, 10, 10, 0, 0, 0]);
+    assert_eq!(
+        fake.writes.count("alice", "2"),
+        6,
+        "the ignored write and its repeat"
+    );
+
+    // A chapter the series does not have: reviewed, nothing sent.
+    let missing = kavita_progress(app, &alice, "2", 12).await;
+    let review = wait_status(app, &alice, missing["id"].as_str().unwrap(), "REVIEW").await;
+    assert!(
+        review["reason"].as_str().unwrap().contains("no chapter 12"),
+        "{review}"
+    );
+    assert_eq!(fake.writes.count("alice", "2"), 6);
+    // The confirmed ones are receipts, with the chapters read-back.
+    let kavita_receipts: Vec<Value> = receipts(app, &alice)
+        .await
+        .into_iter()
+        .filter(|receipt| receipt["provider"] == "KAVITA" && receipt["action"] == "PROGRESS")
+        .collect();
+    assert_eq!(kavita_receipts.len(), 3);
 }
 
 async fn a_full_receipt_budget_sends_the_event_to_review(backend: Backend) {
@@ -674,5 +732,262 @@ on_both_backends!(
     a_refused_token_parks_events_until_the_user_links_again,
     removal_keeps_an_entry_with_notes_and_removes_a_bare_one,
     kavita_is_confirmed_only_by_read_back_with_the_users_own_key,
+    progress_is_written_to_kavita_chapter_by_chapter_and_read_back,
+    operators_retry_or_dismiss_events_waiting_for_review,
+    reconciled_receipts_expire_after_seven_days_and_only_1024_are_kept,
     a_full_receipt_budget_sends_the_event_to_review,
 );
+
+async fn event_mutation(
+    app: &TestApp,
+    user: &Tokens,
+    mutation: &str,
+    id: &str,
+) -> crate::helpers::GqlResponse {
+    app.gql(
+        &format!("mutation($id: ID!) {{ {mutation}(id: $id) {{ {EVENT_FIELDS} }} }}"),
+        json!({ "id": id }),
+    )
+    .bearer(&user.access)
+    .send()
+    .await
+}
+
+async fn review_queue(app: &TestApp, user: &Tokens) -> crate::helpers::GqlResponse {
+    app.gql(
+        "{ gatewayEvents(status: REVIEW, allUsers: true) { edges { node { id reason } } } }",
+        json!({}),
+    )
+    .bearer(&user.access)
+    .send()
+    .await
+}
+
+async fn operators_retry_or_dismiss_events_waiting_for_review(backend: Backend) {
+    let (setup, alice) = with_anilist(backend).await;
+    let app = &setup.app;
+    let fake = &setup.anilist.fake;
+    fake.put_entry(
+        7,
+        30013,
+        json!({ "status": "PLANNING", "progress": 0, "score": 0, "notes": "ask Sam about it" }),
+    );
+    let kept = submit(app, &alice, "removeFromList", "ANILIST", "30013").await;
+    let id = kept["id"].as_str().unwrap();
+    wait_status(app, &alice, id, "REVIEW").await;
+
+    // The review queue is the operators': a member sees only their own.
+    let admin = app.admin().await;
+    let refused = review_queue(app, &alice).await;
+    assert_eq!(refused.error_code(), Some("FORBIDDEN"));
+    let listed = review_queue(app, &admin).await;
+    let edges = listed.data()["gatewayEvents"]["edges"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(edges.len(), 1);
+    assert_eq!(edges[0]["node"]["id"], id);
+    // Another member cannot touch it.
+    let bob = app.member("bob").await;
+    let foreign = event_mutation(app, &bob, "retryGatewayEvent", id).await;
+    assert_eq!(foreign.error_code(), Some("NOT_FOUND"));
+
+    // The notes were moved elsewhere: the operator retries, the bare entry goes.
+    fake.put_entry(
+        7,
+        30013,
+        json!({ "status": "PLANNING", "progress": 0, "score": 0, "notes": null }),
+    );
+    let retried = event_mutation(app, &admin, "retryGatewayEvent", id).await;
+    assert_eq!(
+        retried.data()["retryGatewayEvent"]["status"],
+        "PENDING",
+        "{}",
+        retried.body
+    );
+    wait_status(app, &alice, id, "CONFIRMED").await;
+    assert!(fake.entry(7, 30013).is_none());
+    let again = event_mutation(app, &admin, "retryGatewayEvent", id).await;
+    assert_eq!(again.error_code(), Some("CONFLICT"));
+
+    // Dismissed by its owner: nothing more is sent, and it stays dismissed.
+    fake.put_entry(
+        7,
+        104463,
+        json!({ "status": "CURRENT", "progress": 12, "score": 0, "notes": null }),
+    );
+    let second = submit(app, &alice, "removeFromList", "ANILIST", "104463").await;
+    let second_id = second["id"].as_str().unwrap();
+    wait_status(app, &alice, second_id, "REVIEW").await;
+    let dismissed = event_mutation(app, &alice, "dismissGatewayEvent", second_id).await;
+    assert_eq!(
+        dismissed.data()["dismissGatewayEvent"]["status"],
+        "DISMISSED"
+    );
+    assert_eq!(
+        event_mutation(app, &alice, "retryGatewayEvent", second_id)
+            .await
+            .error_code(),
+        Some("CONFLICT")
+    );
+    assert!(fake.entry(7, 104463).is_some());
+    assert_eq!(fake.writes.count("7", "104463"), 0);
+    let db = app.database().await;
+    assert_eq!(slot_count(&db).await, 0, "a dismissed event holds no slot");
+}
+
+/// Receipt slots held (reserved or sent, not yet receipts).
+async fn slot_count(db: &sea_orm::DatabaseConnection) -> usize {
+    db.query_all_raw(Statement::from_string(
+        db.get_database_backend(),
+        "SELECT fingerprint FROM gateway_receipt_slots",
+    ))
+    .await
+    .unwrap()
+    .len()
+}
+
+async fn count_receipts(db: &sea_orm::DatabaseConnection, retention: &str) -> i64 {
+    db.query_one_raw(Statement::from_sql_and_values(
+        db.get_database_backend(),
+        "SELECT COUNT(*) FROM gateway_receipts WHERE retention = $1",
+        [retention.into()],
+    ))
+    .await
+    .unwrap()
+    .unwrap()
+    .try_get_by_index::<i64>(0)
+    .unwrap()
+}
+
+async fn reconciled_receipts_expire_after_seven_days_and_only_1024_are_kept(backend: Backend) {
+    let (mut setup, alice) = with_anilist(backend).await;
+    let first = record_progress(&setup.app, &alice, "30013", 3, "2026-12-01T10:00:00Z").await;
+    let first_id = first["id"].as_str().unwrap().to_owned();
+    wait_status(&setup.app, &alice, &first_id, "CONFIRMED").await;
+    let listed = receipts(&setup.app, &alice).await;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["retention"], "RECONCILED");
+    let at = |field: &str| {
+        chrono::DateTime::parse_from_rfc3339(listed[0][field].as_str().unwrap()).unwrap()
+    };
+    let created = receipt_created_at(&setup.app).await;
+    assert_eq!(at("expiresAt") - created, chrono::TimeDelta::days(7));
+    // A removal's receipt is protected: it never expires by itself.
+    setup.anilist.fake.put_entry(
+        7,
+        104463,
+        json!({ "status": "PLANNING", "progress": 0, "score": 0 }),
+    );
+    let removal = submit(&setup.app, &alice, "removeFromList", "ANILIST", "104463").await;
+    wait_status(
+        &setup.app,
+        &alice,
+        removal["id"].as_str().unwrap(),
+        "CONFIRMED",
+    )
+    .await;
+
+    // 1,030 older reconciled receipts: the next confirmation keeps only
+    // the newest 1,024 reconciled ones, its own and the first among them.
+    let db = setup.app.database().await;
+    let user = db
+        .query_one_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT id FROM users WHERE username = 'alice'",
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get_by_index::<uuid::Uuid>(0)
+        .unwrap();
+    let fill = match db.get_database_backend() {
+        sea_orm::DbBackend::Postgres => {
+            "INSERT INTO gateway_receipts (fingerprint, event_id, user_id, provider, action, \
+             title_id, response, retention, created_at, expires_at) \
+             SELECT 'old' || n, $1, $1, 'anilist', 'PROGRESS', 'x', '{}', \
+             'RECONCILED', $2, $3 FROM generate_series(1, 1030) AS n"
+        }
+        _ => {
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1030) \
+             INSERT INTO gateway_receipts (fingerprint, event_id, user_id, provider, action, \
+             title_id, response, retention, created_at, expires_at) \
+             SELECT 'old' || i, $1, $1, 'anilist', 'PROGRESS', 'x', '{}', \
+             'RECONCILED', $2, $3 FROM n"
+        }
+    };
+    let old = chrono::Utc::now() - chrono::TimeDelta::days(1);
+    db.execute_raw(Statement::from_sql_and_values(
+        db.get_database_backend(),
+        fill,
+        [
+            user.into(),
+            old.into(),
+            (old + chrono::TimeDelta::days(7)).into(),
+        ],
+    ))
+    .await
+    .unwrap();
+    assert_eq!(count_receipts(&db, "RECONCILED").await, 1031);
+    let second = record_progress(&setup.app, &alice, "30013", 4, "2026-12-01T11:00:00Z").await;
+    wait_status(
+        &setup.app,
+        &alice,
+        second["id"].as_str().unwrap(),
+        "CONFIRMED",
+    )
+    .await;
+    assert_eq!(count_receipts(&db, "RECONCILED").await, 1024);
+    assert_eq!(count_receipts(&db, "PROTECTED").await, 1, "never evicted");
+    let mine: Vec<String> = receipts(&setup.app, &alice)
+        .await
+        .into_iter()
+        .filter(|receipt| receipt["titleId"] == "30013")
+        .map(|receipt| receipt["eventId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(mine.len(), 2, "the newest are kept: {mine:?}");
+    assert!(mine.contains(&first_id));
+
+    // Seven days on, the sweep deletes every reconciled receipt; the
+    // protected one stays. (The sweep fires at start when it has not run.)
+    db.execute_raw(Statement::from_sql_and_values(
+        db.get_database_backend(),
+        "UPDATE gateway_receipts SET expires_at = $1 WHERE retention = 'RECONCILED'",
+        [(chrono::Utc::now() - chrono::TimeDelta::seconds(1)).into()],
+    ))
+    .await
+    .unwrap();
+    db.execute_raw(Statement::from_string(
+        db.get_database_backend(),
+        "DELETE FROM periodic_runs WHERE name = 'gateway.sweep'",
+    ))
+    .await
+    .unwrap();
+    setup.app.kill().await;
+    setup.app.restart(&[]).await;
+    for _ in 0..400 {
+        if count_receipts(&db, "RECONCILED").await == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(count_receipts(&db, "RECONCILED").await, 0);
+    assert_eq!(count_receipts(&db, "PROTECTED").await, 1);
+}
+
+/// When the viewer's only receipt was created (read from the database:
+/// the API shows `expiresAt`, and the oracle must not be the code's sum).
+async fn receipt_created_at(app: &TestApp) -> chrono::DateTime<chrono::FixedOffset> {
+    let db = app.database().await;
+    let created: chrono::DateTime<chrono::Utc> = db
+        .query_one_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT created_at FROM gateway_receipts",
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get_by_index(0)
+        .unwrap();
+    created.into()
+}

@@ -6,7 +6,9 @@
 //!   for an unknown key; every other route wants `Authorization: Bearer`
 //!   and answers 401 (`WWW-Authenticate: Bearer error="invalid_token"`)
 //!   for an expired or foreign token; `GET /api/Series/{id}` is 204 (no
-//!   body) for an unknown series.
+//!   body) for an unknown series; `POST /api/Reader/progress` wants the
+//!   whole `ProgressDto` (400 otherwise) and `get-progress` answers a
+//!   zeroed one for a chapter with nothing read.
 //! - AniList: one GraphQL endpoint; `X-RateLimit-Limit`/`-Remaining` on
 //!   every answer; a bad token fails the whole request with HTTP 400
 //!   `Invalid token`, public fields included; an unknown `Media` is 404
@@ -301,6 +303,9 @@ async fn kavita(
     if let Some(answer) = kavita_personal(&fake, &user, &method, &seen).await {
         return answer.into_response();
     }
+    if let Some(answer) = kavita_progress(&fake, &user, &method, &seen).await {
+        return answer.into_response();
+    }
     if let Some(answer) = kavita_library(&fake, &user, &method, &seen) {
         return answer.into_response();
     }
@@ -386,7 +391,8 @@ fn kavita_library(
             let chapters: Vec<Value> = chapters
                 .iter()
                 .map(|(number, pages, read)| {
-                    json!({ "minNumber": number, "maxNumber": number, "range": number.to_string(),
+                    json!({ "id": chapter_id(id, *number), "volumeId": id * 100,
+                        "minNumber": number, "maxNumber": number, "range": number.to_string(),
                         "pages": pages, "pagesRead": read, "isSpecial": false })
                 })
                 .collect();
@@ -412,6 +418,110 @@ fn kavita_library(
             ))
         }
         _ => None,
+    }
+}
+
+/// The id the fake gives chapter `number` of `series` (its only volume is
+/// `series * 100`).
+pub fn chapter_id(series: u64, number: f64) -> u64 {
+    series * 1000 + number as u64
+}
+
+/// `POST /api/Reader/progress` (Kavita's `ProgressDto`: `volumeId`,
+/// `chapterId`, `pageNum`, `seriesId`, `libraryId`, all required, else
+/// 400): sets the chapter's pages read (at most its pages) and answers
+/// `true` — also when told to store nothing. `GET /api/Reader/get-progress
+/// ?chapterId=`: the chapter's `ProgressDto`, zeroed when nothing is read.
+async fn kavita_progress(
+    fake: &FakeKavita,
+    user: &str,
+    method: &Method,
+    seen: &crate::docs_fakes::Seen,
+) -> Option<Canned> {
+    let find = |series: u64, chapter: u64| {
+        let reading = fake.reading.lock().unwrap();
+        let chapters = reading.get(&(user.to_owned(), series))?;
+        chapters
+            .iter()
+            .position(|(number, _, _)| chapter_id(series, *number) == chapter)
+    };
+    match (method.clone(), seen.path.as_str()) {
+        (Method::POST, "/api/Reader/progress") => {
+            let field = |name: &str| seen.body.get(name).and_then(Value::as_u64);
+            let (Some(volume), Some(chapter), Some(page), Some(series), Some(library)) = (
+                field("volumeId"),
+                field("chapterId"),
+                field("pageNum"),
+                field("seriesId"),
+                field("libraryId"),
+            ) else {
+                return Some(json_answer(
+                    400,
+                    vec![],
+                    json!({ "errors": { "ProgressDto": ["volumeId, chapterId, pageNum, seriesId and libraryId are required"] } }),
+                ));
+            };
+            let known = fake
+                .series
+                .get(&series)
+                .and_then(|s| s["libraryId"].as_u64());
+            let Some(index) =
+                find(series, chapter).filter(|_| volume == series * 100 && known == Some(library))
+            else {
+                return Some(Canned(400, vec![], b"Could not find Chapter".to_vec()));
+            };
+            fake.writes.begin(user, &series.to_string()).await;
+            let ignored = fake
+                .ignore_writes
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+            if !ignored {
+                let mut reading = fake.reading.lock().unwrap();
+                let entry = &mut reading.get_mut(&(user.to_owned(), series))?[index];
+                entry.2 = u32::try_from(page).unwrap_or(u32::MAX).min(entry.1);
+            }
+            let failed = fake.writes.fails_after_apply();
+            fake.writes.end(user, &series.to_string());
+            Some(if failed {
+                Canned(500, vec![], b"Internal Server Error".to_vec())
+            } else {
+                json_answer(200, vec![], json!(true))
+            })
+        }
+        (Method::GET, "/api/Reader/get-progress") => {
+            let chapter: u64 = seen.query.get("chapterId")?.parse().ok()?;
+            let series = chapter / 1000;
+            let read = find(series, chapter).and_then(|index| {
+                let reading = fake.reading.lock().unwrap();
+                let (_, _, read) = reading.get(&(user.to_owned(), series))?[index];
+                (read > 0).then_some(read)
+            });
+            Some(json_answer(
+                200,
+                vec![],
+                match read {
+                    Some(page) => json!({ "volumeId": series * 100, "chapterId": chapter,
+                        "pageNum": page, "seriesId": series, "libraryId": 1,
+                        "bookScrollId": null, "lastModifiedUtc": "2026-12-01T00:00:00Z" }),
+                    None => json!({ "volumeId": 0, "chapterId": 0, "pageNum": 0,
+                        "seriesId": 0, "libraryId": 0, "bookScrollId": null,
+                        "lastModifiedUtc": "0001-01-01T00:00:00" }),
+                },
+            ))
+        }
+        _ => None,
+    }
+}
+
+impl FakeKavita {
+    /// The pages `user` has read of each chapter of `series`, in order.
+    pub fn pages_read(&self, user: &str, series: u64) -> Vec<u32> {
+        self.reading
+            .lock()
+            .unwrap()
+            .get(&(user.to_owned(), series))
+            .map(|chapters| chapters.iter().map(|(_, _, read)| *read).collect())
+            .unwrap_or_default()
     }
 }
 
