@@ -107,6 +107,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             config.validate()?;
             domains.validate()?;
             telemetry::init_logging(&config)?;
+            // Held while serving: `trellis restore` refuses to replace the
+            // database under a running server.
+            let _running =
+                match crate::datadir::hold(&config.data_dir, crate::datadir::Hold::Shared)? {
+                    crate::datadir::Lock::Busy => anyhow::bail!(
+                        "a restore is running on {}; start the server when it is done",
+                        config.data_dir.display()
+                    ),
+                    lock => lock,
+                };
             app::serve(config, domains, role).await?;
         }
         Command::Migrate { dry_run: true } => {

@@ -9,6 +9,63 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+/// The file a running server holds a shared lock on, so `trellis restore`
+/// can tell that one is running on the directory.
+pub const LOCK_FILE: &str = "trellis.lock";
+
+/// Who holds the data directory: servers share it, a restore needs it
+/// alone. Advisory (`flock`), released when the process ends however it
+/// ends, so a crash never leaves it held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    /// A server: any number at once. Creates the lock file.
+    Shared,
+    /// A restore: nothing else may run on the directory. Never creates
+    /// the lock file: where none exists no server has run.
+    Exclusive,
+}
+
+/// What taking a [`Hold`] found.
+#[derive(Debug)]
+pub enum Lock {
+    /// Held for as long as the file lives.
+    Held(std::fs::File),
+    /// No lock file: no server ever ran here (only for [`Hold::Exclusive`]).
+    Absent,
+    /// Someone holds it in a way that excludes this hold (a restore is
+    /// running, or a server is).
+    Busy,
+}
+
+/// Takes `hold` on `data_dir` without waiting.
+pub fn hold(data_dir: &Path, hold: Hold) -> anyhow::Result<Lock> {
+    let path = data_dir.join(LOCK_FILE);
+    if hold == Hold::Shared {
+        create_dir(data_dir)?;
+        create_private_file(&path)?;
+    }
+    let file = match std::fs::File::open(&path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound && hold == Hold::Exclusive => {
+            return Ok(Lock::Absent);
+        }
+        Err(error) => {
+            return Err(error).with_context(|| format!("opening the lock file {}", path.display()));
+        }
+    };
+    let taken = match hold {
+        Hold::Shared => file.try_lock_shared(),
+        Hold::Exclusive => file.try_lock(),
+    };
+    match taken {
+        Ok(()) => Ok(Lock::Held(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(Lock::Busy),
+        Err(std::fs::TryLockError::Error(error)) => {
+            Err(error).with_context(|| format!("locking {}", path.display()))
+        }
+    }
+}
+
 /// Whether a Unix mode lets anyone but the owner in.
 pub fn too_open(mode: u32) -> bool {
     mode & 0o077 != 0

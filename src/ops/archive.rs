@@ -126,6 +126,11 @@ pub async fn backup(config: &Config, out: &Path) -> anyhow::Result<Summary> {
 /// `trellis restore <file> [--force]`.
 pub async fn restore(config: &Config, archive: &Path, force: bool) -> anyhow::Result<Summary> {
     let db_path = sqlite_file(config, "restore")?;
+    // A server on the directory would go on writing to the replaced file.
+    let _alone = match crate::datadir::hold(&config.data_dir, crate::datadir::Hold::Exclusive)? {
+        crate::datadir::Lock::Busy => return Err(Refusal::InUse(config.data_dir.clone()).into()),
+        lock => lock,
+    };
     if !force {
         let existing: Vec<PathBuf> = [
             db_path.clone(),

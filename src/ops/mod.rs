@@ -27,7 +27,8 @@ Exit codes:
   10  the database's schema is newer than this binary (it has migrations this version does not know)
   11  `backup`/`restore` on PostgreSQL: use pg_dump (docs/operations.md, \"Backups\")
   12  `restore`: the target database (or a file the backup holds) exists; stop the server, add --force
-  13  `restore`: the file is not a sound Trellis backup (damaged, truncated, tampered); nothing was written";
+  13  `restore`: the file is not a sound Trellis backup (damaged, truncated, tampered); nothing was written
+  14  `restore`: a server is running on the data directory (or a restore is); stop it first";
 
 /// What the operations commands refuse to do, each with its own exit code
 /// (see [`EXIT_CODES`]).
@@ -56,6 +57,13 @@ pub enum Refusal {
     /// The archive failed verification; nothing was written.
     #[error("{path} is not a sound Trellis backup: {reason}; nothing was restored")]
     BadArchive { path: PathBuf, reason: String },
+    /// A server (or another restore) holds the data directory: replacing
+    /// the database under it would lose what it writes next.
+    #[error(
+        "a Trellis server is running on {} (or another restore is); stop it, then restore",
+        .0.display()
+    )]
+    InUse(PathBuf),
 }
 
 impl Refusal {
@@ -65,6 +73,7 @@ impl Refusal {
             Refusal::NotSqlite(_) => 11,
             Refusal::TargetExists(_) => 12,
             Refusal::BadArchive { .. } => 13,
+            Refusal::InUse(_) => 14,
         }
     }
 }
@@ -102,6 +111,7 @@ mod tests {
                 path: PathBuf::new(),
                 reason: String::new(),
             },
+            Refusal::InUse(PathBuf::new()),
         ];
         for refusal in refusals {
             let line = format!("\n  {}  ", refusal.exit_code());

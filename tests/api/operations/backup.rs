@@ -15,8 +15,8 @@ use sea_orm::Database;
 use serde_json::json;
 
 use super::{
-    BAD_ARCHIVE, NOT_SQLITE, TARGET_EXISTS, assert_refused, integrity, migrate, run, sqlite_url,
-    stderr, strings,
+    BAD_ARCHIVE, IN_USE, NOT_SQLITE, TARGET_EXISTS, assert_refused, integrity, migrate, run,
+    sqlite_url, stderr, strings,
 };
 use crate::helpers::{Backend, TestDatabase, spawn_app};
 
@@ -141,6 +141,38 @@ async fn a_backup_taken_under_writes_restores_every_row_committed_before_it() {
     let forced = restore(root.path(), &archive, true).await;
     assert!(forced.status.success(), "{}", stderr(&forced));
     assert_eq!(integrity(&data.join("trellis.db")).await, ["ok"]);
+}
+
+/// Replacing the database under a running server would lose what it
+/// writes next (to the replaced file): `restore` refuses, even with
+/// `--force`, until the server is stopped.
+#[tokio::test]
+async fn a_restore_under_a_running_server_is_refused() {
+    let mut app = spawn_app(Backend::Sqlite).await;
+    let out = tempfile::tempdir().unwrap();
+    let archive = out.path().join("trellis-backup.tar");
+    let db_file = app.data_dir().join("trellis.db");
+    let url = sqlite_url(&db_file);
+    let data_dir = app.data_dir().to_owned();
+    let env = [("TRELLIS_DATA_DIR", data_dir.as_path())];
+    let archive_arg = archive.to_str().unwrap();
+    let backup = run(out.path(), &url, &["backup", archive_arg], &env).await;
+    assert!(backup.status.success(), "{}", stderr(&backup));
+
+    let inode = || std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&db_file).unwrap());
+    let before = inode();
+    let refused = run(out.path(), &url, &["restore", archive_arg, "--force"], &env).await;
+    assert_refused(&refused, IN_USE, &["server is running", "stop it"]);
+    assert_eq!(inode(), before, "the database was not replaced");
+    // The server goes on as before.
+    let admin = app.admin().await;
+    assert!(!admin.access.is_empty());
+
+    app.kill().await;
+    let restored = run(out.path(), &url, &["restore", archive_arg, "--force"], &env).await;
+    assert!(restored.status.success(), "{}", stderr(&restored));
+    assert_ne!(inode(), before, "replaced once the server stopped");
+    assert_eq!(integrity(&db_file).await, ["ok"]);
 }
 
 /// A backup of a freshly migrated database with a state file, for the

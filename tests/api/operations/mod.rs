@@ -20,6 +20,7 @@ pub const SCHEMA_NEWER: i32 = 10;
 pub const NOT_SQLITE: i32 = 11;
 pub const TARGET_EXISTS: i32 = 12;
 pub const BAD_ARCHIVE: i32 = 13;
+pub const IN_USE: i32 = 14;
 
 /// Runs `trellis ARGS…` to its end (a guard of two minutes against a command
 /// that never exits, e.g. a server that did not refuse).
