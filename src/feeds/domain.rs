@@ -78,6 +78,15 @@ struct Feeds {
     jobs: Jobs,
 }
 
+impl Feeds {
+    fn icon_links(&self) -> IconLinks {
+        IconLinks {
+            public_url: self.platform.public_url.clone(),
+            secret: self.platform.secret.clone(),
+        }
+    }
+}
+
 impl Domain for Feeds {
     fn name(&self) -> &'static str {
         "feeds"
@@ -88,15 +97,14 @@ impl Domain for Feeds {
         data.insert(self.accounts.clone());
         data.insert(self.discoverer.clone());
         data.insert(FeedLoaders::new(&self.platform.db));
-        data.insert(IconLinks(self.platform.public_url.clone()));
+        data.insert(self.icon_links());
     }
 
-    /// `GET /icons/{feed_id}`: the icons the pull worker stored.
+    /// `GET /icons/{feed_id}/{sig}`: the icons the pull worker stored.
     fn routes(&self) -> axum::Router {
         icons::routes(IconRoutes {
-            web: self.platform.web.clone(),
             db: self.platform.db.clone(),
-            accounts: self.accounts.clone(),
+            links: self.icon_links(),
         })
     }
 

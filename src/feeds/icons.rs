@@ -1,8 +1,15 @@
 //! Feed icons: found and fetched by the pull worker through the feeds'
 //! SSRF-guarded client, kept in `feed_icons`, and served from our own
-//! `GET /icons/{feed_id}` (GraphQL `Feed.iconUrl`, Google Reader
+//! `GET /icons/{feed_id}/{sig}` (GraphQL `Feed.iconUrl`, Google Reader
 //! `iconUrl`) or inline (Fever `favicons`), so no client is ever sent to
 //! the publisher or a third-party favicon service.
+//!
+//! The icon URL is a capability: `sig` is an HMAC (under the server key)
+//! of the feed id and the icon's hash, handed only to the feed's
+//! followers. Reader apps load icons with a plain image request that
+//! carries no credential, so the route asks for none; without the
+//! signature nobody can fetch an icon, or learn that a feed exists. A new
+//! icon has a new hash and so a new URL: what is served is immutable.
 //!
 //! Finding one: the site page's `<link rel="icon">` (or `shortcut icon`,
 //! then `apple-touch-icon`, read by [`super::discover::icon_links`]), else
@@ -11,25 +18,30 @@
 //! server claims in `Content-Type` is not believed. A failure stores
 //! nothing and never fails the pull.
 
+use std::sync::Arc;
+
 use axum::{
     Router,
-    extract::{FromRef, Path, State},
+    extract::{Path, State},
     http::{HeaderMap, HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
     routing::get,
 };
 use chrono::{DateTime, Utc};
 use entity::{feed, feed_icon};
-use sea_orm::{DatabaseConnection, EntityTrait, QuerySelect, Set, sea_query::OnConflict};
+use sea_orm::{
+    ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QuerySelect, Set,
+    sea_query::{Expr, OnConflict},
+};
 use url::Url;
-use uuid::Uuid;
 
-use super::{discover, reader_auth::ReaderAccounts};
+use super::discover;
 use crate::{
+    auth::keys::ServerSecret,
     digest::sha256_hex_bytes,
     domain::PublicUrl,
     error::{AppError, AppResult},
-    http::{Web, google_login_token, identify, matches_etag},
+    http::matches_etag,
     httpc::{HttpClient, Patience},
 };
 
@@ -39,6 +51,11 @@ pub const MAX_ICON_BYTES: usize = 64 * 1024;
 pub const MAX_PAGE_BYTES: usize = 512 * 1024;
 /// How old a stored icon may get before the next pull looks again.
 pub const REFRESH_AFTER_DAYS: i64 = 7;
+/// How long a look that found no icon is remembered: the site is not
+/// asked again on every pull of its feed.
+pub const RETRY_MISS_AFTER_HOURS: i64 = 24;
+/// Hex digits of the HMAC in an icon URL (128 bits).
+const SIG_LEN: usize = 32;
 /// Icon URLs tried per refresh, `/favicon.ico` included.
 const MAX_CANDIDATES: usize = 3;
 
@@ -53,10 +70,23 @@ pub fn sniff_icon(bytes: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// Whether a feed whose icon was fetched at `fetched_at` (never: `None`)
-/// should look for one now.
-pub fn is_due(fetched_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
-    fetched_at.is_none_or(|at| now - at >= chrono::Duration::days(REFRESH_AFTER_DAYS))
+/// What the last look for a feed's icon left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Looked {
+    /// An icon, fetched at this time.
+    Found(DateTime<Utc>),
+    /// Nothing usable, looked at this time.
+    Missed(DateTime<Utc>),
+}
+
+/// Whether a feed should look for its icon now: never looked, an icon a
+/// week old, or a miss a day old.
+pub fn is_due(looked: Option<Looked>, now: DateTime<Utc>) -> bool {
+    match looked {
+        None => true,
+        Some(Looked::Found(at)) => now - at >= chrono::Duration::days(REFRESH_AFTER_DAYS),
+        Some(Looked::Missed(at)) => now - at >= chrono::Duration::hours(RETRY_MISS_AFTER_HOURS),
+    }
 }
 
 /// Where to look for a feed's icon: its site page (when the feed names
@@ -95,20 +125,42 @@ pub fn candidates(site: &Url, page_html: Option<&str>) -> Vec<Url> {
     urls
 }
 
-/// The URL of a feed's icon route: absolute under the public URL when it is
-/// known, else root-relative.
-pub fn icon_url(public_url: &PublicUrl, feed_id: i64) -> String {
-    let path = format!("/icons/{feed_id}");
-    public_url.join(&path).map_or(path, |url| url.to_string())
+/// What the feeds' GraphQL objects and the reader APIs build icon URLs
+/// with, and what the icon route checks them with.
+#[derive(Clone)]
+pub struct IconLinks {
+    pub public_url: PublicUrl,
+    pub secret: Arc<ServerSecret>,
 }
 
-/// What the feeds' GraphQL objects and the reader APIs build icon URLs with.
-#[derive(Clone, Debug, Default)]
-pub struct IconLinks(pub PublicUrl);
-
 impl IconLinks {
-    pub fn url(&self, feed_id: i64) -> String {
-        icon_url(&self.0, feed_id)
+    fn sig(&self, feed_id: i64, hash: &str) -> String {
+        let mut sig = self
+            .secret
+            .mac_hex("feed-icon", &[&feed_id.to_be_bytes(), hash.as_bytes()]);
+        sig.truncate(SIG_LEN);
+        sig
+    }
+
+    /// The URL of the icon whose hash is `hash`: absolute under the public
+    /// URL when it is known, else root-relative.
+    pub fn url(&self, feed_id: i64, hash: &str) -> String {
+        let path = format!("/icons/{feed_id}/{}", self.sig(feed_id, hash));
+        self.public_url
+            .join(&path)
+            .map_or(path, |url| url.to_string())
+    }
+
+    /// Whether `sig` is the signature of this feed's icon `hash`.
+    fn verify(&self, feed_id: i64, hash: &str, sig: &str) -> bool {
+        let expected = self.sig(feed_id, hash);
+        // Constant time: the comparison does not tell how much matched.
+        expected.len() == sig.len()
+            && expected
+                .bytes()
+                .zip(sig.bytes())
+                .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+                == 0
     }
 }
 
@@ -132,13 +184,21 @@ async fn refresh(
     feed_id: i64,
     now: DateTime<Utc>,
 ) -> AppResult<()> {
-    let fetched_at: Option<DateTime<Utc>> = feed_icon::Entity::find_by_id(feed_id)
+    let looked: Option<(DateTime<Utc>, String)> = feed_icon::Entity::find_by_id(feed_id)
         .select_only()
         .column(feed_icon::Column::FetchedAt)
+        .column(feed_icon::Column::Hash)
         .into_tuple()
         .one(db)
         .await?;
-    if !is_due(fetched_at, now) {
+    let looked = looked.map(|(at, hash)| {
+        if hash.is_empty() {
+            Looked::Missed(at)
+        } else {
+            Looked::Found(at)
+        }
+    });
+    if !is_due(looked, now) {
         return Ok(());
     }
     let Some(feed) = feed::Entity::find_by_id(feed_id).one(db).await? else {
@@ -147,14 +207,38 @@ async fn refresh(
     let Some(source) = source_of(&feed) else {
         return Ok(());
     };
-    let Some((mime_type, data)) = find_icon(http, &source).await else {
-        tracing::debug!(feed_id, ?source, "no usable icon found");
+    let found = find_icon(http, &source).await;
+    if found.is_none() && matches!(looked, Some(Looked::Found(_))) {
+        // The site has nothing usable now: the known icon stays, and is
+        // looked for again in a week.
+        tracing::debug!(
+            feed_id,
+            ?source,
+            "no usable icon found; the known one stays"
+        );
+        let txn = crate::db::begin_write(db).await?;
+        feed_icon::Entity::update_many()
+            .col_expr(feed_icon::Column::FetchedAt, Expr::value(now))
+            .filter(feed_icon::Column::FeedId.eq(feed_id))
+            .exec(&*txn)
+            .await?;
+        txn.commit().await?;
         return Ok(());
-    };
+    }
+    // A miss is kept as a row without bytes (and an empty hash), so the
+    // site is not asked again on every pull.
+    let (mime_type, data) = found.unwrap_or_else(|| {
+        tracing::debug!(feed_id, ?source, "no usable icon found");
+        ("", Vec::new())
+    });
     let icon = feed_icon::ActiveModel {
         feed_id: Set(feed_id),
         mime_type: Set(mime_type.to_owned()),
-        hash: Set(sha256_hex_bytes(&data)),
+        hash: Set(if data.is_empty() {
+            String::new()
+        } else {
+            sha256_hex_bytes(&data)
+        }),
         data: Set(data),
         fetched_at: Set(now),
     };
@@ -230,52 +314,49 @@ async fn find_icon(http: &HttpClient, source: &IconSource) -> Option<(&'static s
     None
 }
 
-/// What `GET /icons/{feed_id}` reads.
+/// What `GET /icons/{feed_id}/{sig}` reads.
 #[derive(Clone)]
 pub struct IconRoutes {
-    pub web: Web,
     pub db: DatabaseConnection,
-    /// Google Reader apps send their `GoogleLogin auth=` token.
-    pub accounts: ReaderAccounts,
+    pub links: IconLinks,
 }
 
-impl FromRef<IconRoutes> for Web {
-    fn from_ref(state: &IconRoutes) -> Web {
-        state.web.clone()
-    }
-}
-
-/// `GET /icons/{feed_id}`.
+/// `GET /icons/{feed_id}/{sig}`.
 pub fn routes(state: IconRoutes) -> Router {
     Router::new()
-        .route("/icons/{feed_id}", get(serve))
+        .route("/icons/{feed_id}/{sig}", get(serve))
         .with_state(state)
 }
 
-/// The icon of a feed the caller follows, cacheable for a day and
-/// revalidated by its hash. Anyone else — signed out, another user, a
-/// feed without an icon — gets the same 404, so nothing tells whether
-/// the feed exists.
+/// The icon the signed URL names, cached for good (a new icon has a new
+/// URL). A wrong signature, a feed without an icon, a malformed id — the
+/// same 404, so nothing tells whether the feed exists.
 async fn serve(
     State(state): State<IconRoutes>,
-    Path(feed_id): Path<String>,
+    Path((feed_id, sig)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
     let not_found = || StatusCode::NOT_FOUND.into_response();
     let Ok(feed_id) = feed_id.parse::<i64>() else {
         return not_found();
     };
-    let Some(user) = caller(&state, &headers).await else {
+    if sig.len() != SIG_LEN {
         return not_found();
+    }
+    let icon = match feed_icon::Entity::find_by_id(feed_id).one(&state.db).await {
+        Ok(Some(icon)) if !icon.data.is_empty() => icon,
+        Ok(_) => return not_found(),
+        Err(error) => return AppError::from(error).into_response(),
     };
-    let icon = match owned_icon(&state.db, user, feed_id).await {
-        Ok(Some(icon)) => icon,
-        Ok(None) => return not_found(),
-        Err(error) => return error.into_response(),
-    };
+    if !state.links.verify(feed_id, &icon.hash, &sig) {
+        return not_found();
+    }
     let etag = format!("\"{}\"", icon.hash);
     let cache = [
-        (header::CACHE_CONTROL, "public, max-age=86400".to_owned()),
+        (
+            header::CACHE_CONTROL,
+            "public, max-age=31536000, immutable".to_owned(),
+        ),
         (header::ETAG, etag.clone()),
     ];
     if matches_etag(&headers, &etag) {
@@ -295,32 +376,6 @@ async fn serve(
         icon.data,
     )
         .into_response()
-}
-
-/// The signed-in caller: a Google Reader token, else a bearer token or the
-/// session cookie. A bad credential is no caller.
-async fn caller(state: &IconRoutes, headers: &HeaderMap) -> Option<Uuid> {
-    match google_login_token(headers) {
-        Some(token) => state.accounts.google_user(token).await.ok(),
-        None => identify(&state.web.auth, headers)
-            .await
-            .ok()
-            .flatten()
-            .map(|viewer| viewer.user_id),
-    }
-}
-
-/// The icon of `feed_id` when `user` follows that feed.
-async fn owned_icon(
-    db: &DatabaseConnection,
-    user: Uuid,
-    feed_id: i64,
-) -> AppResult<Option<feed_icon::Model>> {
-    match crate::db::owned::<feed::Entity>(db, user, feed_id).await {
-        Ok(_) => Ok(feed_icon::Entity::find_by_id(feed_id).one(db).await?),
-        Err(AppError::NotFound(_)) => Ok(None),
-        Err(error) => Err(error),
-    }
 }
 
 #[cfg(test)]
@@ -349,11 +404,17 @@ mod tests {
     }
 
     #[test]
-    fn an_icon_is_looked_for_when_missing_or_a_week_old() {
+    fn an_icon_is_looked_for_when_missing_a_week_old_or_missed_a_day_ago() {
         let now: DateTime<Utc> = "2026-12-03T12:00:00Z".parse().unwrap();
+        let days = chrono::Duration::days;
         assert!(is_due(None, now));
-        assert!(!is_due(Some(now - chrono::Duration::days(6)), now));
-        assert!(is_due(Some(now - chrono::Duration::days(7)), now));
+        assert!(!is_due(Some(Looked::Found(now - days(6))), now));
+        assert!(is_due(Some(Looked::Found(now - days(7))), now));
+        assert!(!is_due(
+            Some(Looked::Missed(now - chrono::Duration::hours(23))),
+            now
+        ));
+        assert!(is_due(Some(Looked::Missed(now - days(1))), now));
     }
 
     #[test]
@@ -382,10 +443,33 @@ mod tests {
     }
 
     #[test]
-    fn icon_urls_are_absolute_once_the_public_url_is_known() {
-        let public = PublicUrl::new(None);
-        assert_eq!(icon_url(&public, 7), "/icons/7");
-        let public = PublicUrl::new(Some(Url::parse("https://r.example/trellis/").unwrap()));
-        assert_eq!(icon_url(&public, 7), "https://r.example/trellis/icons/7");
+    fn icon_urls_are_signed_and_absolute_once_the_public_url_is_known() {
+        let secret = Arc::new(ServerSecret::for_tests("icon-test-secret"));
+        let links = IconLinks {
+            public_url: PublicUrl::new(None),
+            secret: secret.clone(),
+        };
+        let url = links.url(7, "abc");
+        let sig = url.strip_prefix("/icons/7/").expect("root-relative");
+        assert_eq!(sig.len(), SIG_LEN);
+        assert!(sig.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert!(links.verify(7, "abc", sig));
+        // Another feed, another icon, another key: another signature.
+        assert!(!links.verify(8, "abc", sig));
+        assert!(!links.verify(7, "abd", sig));
+        let other = IconLinks {
+            public_url: PublicUrl::new(None),
+            secret: Arc::new(ServerSecret::for_tests("another-secret")),
+        };
+        assert!(!other.verify(7, "abc", sig));
+        assert!(!links.verify(7, "abc", &sig[..SIG_LEN - 1]));
+        let public = IconLinks {
+            public_url: PublicUrl::new(Some(Url::parse("https://r.example/trellis/").unwrap())),
+            secret,
+        };
+        assert_eq!(
+            public.url(7, "abc"),
+            format!("https://r.example/trellis/icons/7/{sig}")
+        );
     }
 }

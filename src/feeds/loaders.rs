@@ -101,21 +101,23 @@ impl Loader<i64> for ItemCountLoader {
     }
 }
 
-/// Which feeds have an icon (the key is present) — without their bytes.
+/// Which feeds have an icon, with its hash — without its bytes.
 pub struct IconLoader(DatabaseConnection);
 
 impl Loader<i64> for IconLoader {
-    type Value = ();
+    type Value = String;
     type Error = Arc<sea_orm::DbErr>;
 
     async fn load(&self, keys: &[i64]) -> Result<HashMap<i64, Self::Value>, Self::Error> {
-        let ids: Vec<i64> = feed_icon::Entity::find()
+        let found: Vec<(i64, String)> = feed_icon::Entity::find()
             .select_only()
             .column(feed_icon::Column::FeedId)
+            .column(feed_icon::Column::Hash)
             .filter(feed_icon::Column::FeedId.is_in(keys.iter().copied()))
+            .filter(feed_icon::Column::Hash.ne(""))
             .into_tuple()
             .all(&self.0)
             .await?;
-        Ok(ids.into_iter().map(|id| (id, ())).collect())
+        Ok(found.into_iter().collect())
     }
 }

@@ -146,7 +146,7 @@ async fn respond(
                 .map(|feed| {
                     json!({
                         "id": feed.id,
-                        "favicon_id": if with_icons.contains(&feed.id) { feed.id } else { 0 },
+                        "favicon_id": if with_icons.contains_key(&feed.id) { feed.id } else { 0 },
                         "title": feed.name,
                         "url": feed.link,
                         "site_url": feed.site_url.clone().unwrap_or_default(),

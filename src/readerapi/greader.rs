@@ -331,11 +331,9 @@ async fn subscription_list(
                 "url": feed.link,
                 "htmlUrl": feed.site_url.unwrap_or_default(),
                 // Our own route (never the publisher's), or none.
-                "iconUrl": if with_icons.contains(&feed.id) {
-                    state.icons.url(feed.id)
-                } else {
-                    String::new()
-                },
+                "iconUrl": with_icons
+                    .get(&feed.id)
+                    .map_or_else(String::new, |hash| state.icons.url(feed.id, hash)),
             })
         })
         .collect();

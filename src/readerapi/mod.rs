@@ -54,7 +54,10 @@ pub fn setup(settings: &feeds::Settings, platform: &Platform) -> anyhow::Result<
         feeds: FeedsService::with_search_limits(platform.db.clone(), settings.search_limits()),
         accounts: ReaderAccounts::new(platform.db.clone(), platform.web.auth.clone()),
         discoverer: Discoverer(HttpClient::new(settings.http_settings())?),
-        icons: IconLinks(platform.public_url.clone()),
+        icons: IconLinks {
+            public_url: platform.public_url.clone(),
+            secret: platform.secret.clone(),
+        },
     })))
 }
 

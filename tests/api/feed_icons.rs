@@ -1,7 +1,9 @@
 //! Feed icons (issue 19 item 9): the pull worker finds a feed's icon on
 //! its site page through the SSRF-guarded client and keeps it; GraphQL,
-//! Google Reader and Fever point only at our own copy, which only the
-//! feed's owner can fetch — on SQLite and PostgreSQL.
+//! Google Reader and Fever point only at our own copy, at a signed URL
+//! that needs no credential (apps load icons with plain image requests)
+//! and that nobody can make up — on SQLite and PostgreSQL. A look that
+//! found nothing is remembered for a day.
 
 use base64::{Engine, prelude::BASE64_STANDARD};
 use serde_json::{Value, json};
@@ -14,7 +16,7 @@ use crate::{
 };
 
 on_both_backends!(
-    a_pulled_feeds_icon_is_served_to_its_owner_only,
+    a_pulled_feeds_icon_is_served_at_a_signed_url,
     reader_apps_get_the_icon_from_this_server,
     a_non_image_icon_is_refused_and_nothing_stored,
     the_feed_still_pulls_when_its_icon_cannot_be_fetched,
@@ -68,15 +70,38 @@ async fn icon_url(reader: &Reader<'_>, feed: &str) -> Value {
         .clone()
 }
 
-async fn get_icon(app: &TestApp, feed: &str, auth: Option<&str>) -> reqwest::Response {
-    let mut request = app.client.get(app.url(&format!("/icons/{feed}")));
-    if let Some(auth) = auth {
-        request = request.header("authorization", auth);
-    }
-    request.send().await.unwrap()
+/// A plain `GET` of an icon URL, as an `<img>` or a reader app sends it:
+/// no credential.
+async fn get(url: &str) -> reqwest::Response {
+    reqwest::get(url).await.unwrap()
 }
 
-async fn a_pulled_feeds_icon_is_served_to_its_owner_only(backend: Backend) {
+/// Makes every look for an icon `age` old.
+async fn age_icons(app: &TestApp, age: chrono::TimeDelta) {
+    let db = app.database().await;
+    sea_orm::ConnectionTrait::execute_raw(
+        &db,
+        sea_orm::Statement::from_sql_and_values(
+            db.get_database_backend(),
+            "UPDATE feed_icons SET fetched_at = $1",
+            [(chrono::Utc::now() - age).into()],
+        ),
+    )
+    .await
+    .unwrap();
+}
+
+/// The icon URL the API gives, checked for shape: `<app>/icons/<feed>/<sig>`.
+fn signed(app: &TestApp, feed: &str, url: &Value) -> String {
+    let url = url.as_str().expect("an icon URL").to_owned();
+    let prefix = app.url(&format!("/icons/{feed}/"));
+    let sig = url.strip_prefix(prefix.as_str()).expect("our own route");
+    assert_eq!(sig.len(), 32, "{url}");
+    assert!(sig.bytes().all(|b| b.is_ascii_hexdigit()), "{url}");
+    url
+}
+
+async fn a_pulled_feeds_icon_is_served_at_a_signed_url(backend: Backend) {
     let app = app(backend).await;
     let server = FeedServer::start().await;
     server.set("/img/icon.png", Route::ok("image/png", png()));
@@ -84,12 +109,9 @@ async fn a_pulled_feeds_icon_is_served_to_its_owner_only(backend: Backend) {
     let feed = pull_with_icon(&ada, &server, "/img/icon.png").await;
     assert_eq!(server.hits("/img/icon.png"), 1);
 
-    assert_eq!(
-        icon_url(&ada, &feed).await,
-        json!(app.url(&format!("/icons/{feed}")))
-    );
-    let bearer = format!("Bearer {}", ada.token);
-    let response = get_icon(&app, &feed, Some(&bearer)).await;
+    let url = signed(&app, &feed, &icon_url(&ada, &feed).await);
+    // No credential needed: the URL is the capability.
+    let response = get(&url).await;
     assert_eq!(response.status(), 200);
     let header = |name: &str| {
         response
@@ -101,15 +123,13 @@ async fn a_pulled_feeds_icon_is_served_to_its_owner_only(backend: Backend) {
     assert_eq!(header("x-content-type-options").as_deref(), Some("nosniff"));
     assert_eq!(
         header("cache-control").as_deref(),
-        Some("public, max-age=86400")
+        Some("public, max-age=31536000, immutable")
     );
     let etag = header("etag").expect("an ETag");
     assert_eq!(response.bytes().await.unwrap().to_vec(), png());
-
     let revalidated = app
         .client
-        .get(app.url(&format!("/icons/{feed}")))
-        .header("authorization", &bearer)
+        .get(&url)
         .header("if-none-match", &etag)
         .send()
         .await
@@ -117,28 +137,39 @@ async fn a_pulled_feeds_icon_is_served_to_its_owner_only(backend: Backend) {
     assert_eq!(revalidated.status(), 304);
     assert!(revalidated.bytes().await.unwrap().is_empty());
 
-    // Anyone else cannot tell the icon (or the feed) exists.
-    let bob = Reader::new(&app, "bob").await;
-    let not_found = [
-        get_icon(&app, &feed, Some(&format!("Bearer {}", bob.token))).await,
-        get_icon(&app, &feed, None).await,
-        get_icon(&app, "999999", Some(&bearer)).await,
-        get_icon(&app, "not-a-number", Some(&bearer)).await,
-    ];
-    for response in not_found {
-        assert_eq!(response.status(), 404);
+    // A made-up or altered URL tells nothing, not even whether the feed exists.
+    let sig = url.rsplit('/').next().unwrap().to_owned();
+    let flipped = format!(
+        "{}{}",
+        &sig[..31],
+        if sig.ends_with('0') { '1' } else { '0' }
+    );
+    for made_up in [
+        app.url(&format!("/icons/{feed}/{flipped}")),
+        app.url(&format!("/icons/999999/{sig}")),
+        app.url(&format!("/icons/{feed}/{}", &sig[..31])),
+        app.url(&format!("/icons/not-a-number/{sig}")),
+        app.url(&format!("/icons/{feed}")),
+    ] {
+        assert_eq!(get(&made_up).await.status(), 404, "{made_up}");
     }
-    // Bob follows the same URL: his feed gets its own icon, and still
-    // cannot read Ada's.
+    // Bob follows the same URL: his feed has its own icon URL.
+    let bob = Reader::new(&app, "bob").await;
     let bobs = bob.follow(&server.url("/feed.xml")).await;
     assert_eq!(bob.refresh(&bobs).await["status"], "SUCCEEDED");
-    assert_eq!(
-        get_icon(&app, &bobs, Some(&format!("Bearer {}", bob.token)))
-            .await
-            .status(),
-        200
-    );
-    assert_eq!(get_icon(&app, &bobs, Some(&bearer)).await.status(), 404);
+    let bobs_url = signed(&app, &bobs, &icon_url(&bob, &bobs).await);
+    assert_ne!(bobs_url, url);
+    assert_eq!(get(&bobs_url).await.status(), 200);
+    // A new icon at the site is a new URL; the old one no longer answers.
+    let mut bigger = png();
+    bigger.extend_from_slice(b"trailing bytes a PNG decoder ignores");
+    server.set("/img/icon.png", Route::ok("image/png", bigger.clone()));
+    age_icons(&app, chrono::TimeDelta::days(8)).await;
+    assert_eq!(ada.refresh(&feed).await["status"], "SUCCEEDED");
+    let renewed = signed(&app, &feed, &icon_url(&ada, &feed).await);
+    assert_ne!(renewed, url);
+    assert_eq!(get(&renewed).await.bytes().await.unwrap().to_vec(), bigger);
+    assert_eq!(get(&url).await.status(), 404);
 }
 
 async fn reader_apps_get_the_icon_from_this_server(backend: Backend) {
@@ -166,11 +197,12 @@ async fn reader_apps_get_the_icon_from_this_server(backend: Backend) {
             .cloned()
             .unwrap()
     };
-    let icon = app.url(&format!("/icons/{feed}"));
-    assert_eq!(subscription(&feed)["iconUrl"], json!(icon));
+    // The same signed URL GraphQL gives.
+    let icon = signed(&app, &feed, &subscription(&feed)["iconUrl"]);
+    assert_eq!(json!(icon), icon_url(&ada, &feed).await);
     assert_eq!(subscription(&bare)["iconUrl"], "");
-    // The app fetches it with its own token.
-    let response = get_icon(&app, &feed, Some(&format!("GoogleLogin auth={}", gr.auth))).await;
+    // The app's image loader fetches it without any credential.
+    let response = get(&icon).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.bytes().await.unwrap().to_vec(), png());
 
@@ -210,8 +242,6 @@ async fn a_non_image_icon_is_refused_and_nothing_stored(backend: Backend) {
         "the next candidate is tried"
     );
     assert_eq!(icon_url(&ada, &feed).await, Value::Null);
-    let bearer = format!("Bearer {}", ada.token);
-    assert_eq!(get_icon(&app, &feed, Some(&bearer)).await.status(), 404);
     assert_eq!(ada.items(json!({ "feedId": feed })).await.len(), 1);
 }
 
@@ -235,11 +265,16 @@ async fn the_feed_still_pulls_when_its_icon_cannot_be_fetched(backend: Backend) 
     assert_eq!(state["fetchState"]["lastError"], Value::Null, "{state}");
     assert_eq!(icon_url(&ada, &feed).await, Value::Null);
 
-    // Once the site serves one, the next pull picks it up.
+    // The miss is remembered: the next pull does not ask the site again.
     server.set("/favicon.ico", Route::ok("image/x-icon", png()));
     assert_eq!(ada.refresh(&feed).await["status"], "SUCCEEDED");
-    assert_eq!(
-        icon_url(&ada, &feed).await,
-        json!(app.url(&format!("/icons/{feed}")))
-    );
+    assert_eq!((server.hits("/site/"), server.hits("/favicon.ico")), (1, 1));
+    assert_eq!(icon_url(&ada, &feed).await, Value::Null);
+
+    // A day later it looks again, and picks up what the site serves now.
+    age_icons(&app, chrono::TimeDelta::hours(25)).await;
+    assert_eq!(ada.refresh(&feed).await["status"], "SUCCEEDED");
+    assert_eq!(server.hits("/favicon.ico"), 2);
+    let url = signed(&app, &feed, &icon_url(&ada, &feed).await);
+    assert_eq!(get(&url).await.bytes().await.unwrap().to_vec(), png());
 }

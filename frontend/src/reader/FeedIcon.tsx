@@ -1,5 +1,5 @@
 // A feed's icon: its first letter on a tinted square. (The server's favicon
-// route, `GET /icons/{id}`, takes over once it exists.)
+// route, `GET /icons/{id}/{sig}` (GraphQL `iconUrl`), takes over once it exists.)
 import type { Feed } from './store';
 
 export function FeedIcon({ feed }: { feed: Pick<Feed, 'id' | 'name'> }) {

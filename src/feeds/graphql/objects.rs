@@ -57,9 +57,10 @@ impl Feed {
     async fn site_url(&self) -> Option<&str> {
         self.0.site_url.as_deref()
     }
-    /// The feed's icon, served by this server (`GET /icons/{id}`, for the
-    /// signed-in owner): absolute under the server's public URL when it is
-    /// known. Null until the pull worker has found one.
+    /// The feed's icon, served by this server at a signed URL
+    /// (`GET /icons/{id}/{sig}`, no credential needed, so an `<img>` or a
+    /// reader app loads it): absolute under the server's public URL when
+    /// it is known. Null until the pull worker has found one.
     async fn icon_url(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<String>> {
         let links = ctx.service::<IconLinks>()?;
         let found = loaders(ctx)?
@@ -67,7 +68,7 @@ impl Feed {
             .load_one(self.0.id)
             .await
             .map_err(|error| AppError::internal(anyhow::anyhow!(error)))?;
-        Ok(found.map(|()| links.url(self.0.id)))
+        Ok(found.map(|hash| links.url(self.0.id, &hash)))
     }
     /// Suspended feeds are not pulled periodically (manual refresh still works).
     async fn suspended(&self) -> bool {

@@ -3,22 +3,25 @@
 use super::*;
 
 impl FeedsService {
-    /// The ids of the user's feeds that have an icon (`feeds::icons`).
-    pub async fn feeds_with_icons(&self, user: Uuid) -> AppResult<HashSet<i64>> {
-        let ids: Vec<i64> = feed_icon::Entity::find()
+    /// The user's feeds that have an icon, with its hash (`feeds::icons`).
+    pub async fn feeds_with_icons(&self, user: Uuid) -> AppResult<HashMap<i64, String>> {
+        let found: Vec<(i64, String)> = feed_icon::Entity::find()
             .select_only()
             .column(feed_icon::Column::FeedId)
+            .column(feed_icon::Column::Hash)
             .filter(feed_icon::Column::FeedId.in_subquery(user_feed_ids(user)))
+            .filter(feed_icon::Column::Hash.ne(""))
             .into_tuple()
             .all(&self.db)
             .await?;
-        Ok(ids.into_iter().collect())
+        Ok(found.into_iter().collect())
     }
 
     /// The icons of the user's feeds (Fever inlines them).
     pub async fn feed_icons(&self, user: Uuid) -> AppResult<Vec<feed_icon::Model>> {
         Ok(feed_icon::Entity::find()
             .filter(feed_icon::Column::FeedId.in_subquery(user_feed_ids(user)))
+            .filter(feed_icon::Column::Hash.ne(""))
             .order_by_asc(feed_icon::Column::FeedId)
             .all(&self.db)
             .await?)
