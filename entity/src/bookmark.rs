@@ -19,6 +19,12 @@ pub struct Model {
     pub content_html: Option<String>,
     pub pub_date: Option<DateTimeUtc>,
     pub feed_name: Option<String>,
+    /// The item's authors when it was bookmarked (empty for a link).
+    #[sea_orm(column_type = "Json")]
+    pub authors: super::item::Authors,
+    /// The item's enclosures when it was bookmarked (empty for a link).
+    #[sea_orm(column_type = "Json")]
+    pub enclosures: super::item::Enclosures,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
 }

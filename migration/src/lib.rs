@@ -33,6 +33,7 @@ mod m20261203_000021_docs_search;
 mod m20261203_000022_gateway;
 mod m20261204_000023_gateway_events;
 mod m20261204_000024_oidc;
+mod m20261204_000025_bookmark_authors_enclosures;
 
 pub struct Migrator;
 
@@ -64,6 +65,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000022_gateway::Migration),
             Box::new(m20261204_000023_gateway_events::Migration),
             Box::new(m20261204_000024_oidc::Migration),
+            Box::new(m20261204_000025_bookmark_authors_enclosures::Migration),
         ]
     }
 }

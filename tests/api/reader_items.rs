@@ -20,6 +20,7 @@ use crate::{
 on_both_backends!(
     authors_and_enclosures_reach_graphql_google_reader_and_fever,
     enclosures_are_rewritten_when_the_feed_changes_them,
+    a_bookmark_keeps_the_items_authors_and_enclosures,
 );
 
 /// A podcast: a relative enclosure and `dc:creator`; an `itunes:author`
@@ -241,17 +242,17 @@ async fn authors_and_enclosures_reach_graphql_google_reader_and_fever(backend: B
     assert_eq!(authors["Note"], "Jo, Al");
 }
 
+/// Follows and pulls the podcast, its first episode's file at `first`.
+async fn pull_podcast(ada: &Reader<'_>, server: &FeedServer, first: &str) -> String {
+    ada.pull_new(server, "/cast/feed.xml", Route::rss(podcast(first)))
+        .await
+}
+
 async fn enclosures_are_rewritten_when_the_feed_changes_them(backend: Backend) {
     let app = app(backend).await;
     let server = FeedServer::start().await;
     let ada = Reader::new(&app, "ada").await;
-    let cast = ada
-        .pull_new(
-            &server,
-            "/cast/feed.xml",
-            Route::rss(podcast("https://cdn.example/ep1-v1.mp3")),
-        )
-        .await;
+    let cast = pull_podcast(&ada, &server, "https://cdn.example/ep1-v1.mp3").await;
     let before = graphql_items(&ada).await;
     ada.data(
         "mutation($ids: [ID!]!) { starItems(ids: $ids) }",
@@ -282,4 +283,55 @@ async fn enclosures_are_rewritten_when_the_feed_changes_them(backend: Backend) {
         json!([{ "node": { "title": "Episode 1" } }]),
         "the reader's state is kept"
     );
+}
+
+async fn a_bookmark_keeps_the_items_authors_and_enclosures(backend: Backend) {
+    let app = app(backend).await;
+    let server = FeedServer::start().await;
+    let ada = Reader::new(&app, "ada").await;
+    let cast = pull_podcast(&ada, &server, "https://cdn.example/ep1.mp3").await;
+    let items = graphql_items(&ada).await;
+    const FIELDS: &str = "id title authors enclosures { url mimeType length }";
+    let saved = ada
+        .data(
+            &format!(
+                "mutation($i: CreateBookmarkInput!) {{ createBookmark(input: $i) {{ {FIELDS} }} }}"
+            ),
+            json!({ "i": { "itemId": items["Episode 1"].0 } }),
+        )
+        .await["createBookmark"]
+        .clone();
+    let episode = json!([{ "url": "https://cdn.example/ep1.mp3", "mimeType": "audio/mpeg", "length": "34567890" }]);
+    assert_eq!(saved["authors"], json!(["Ada Lovelace"]));
+    assert_eq!(saved["enclosures"], episode);
+    // A link bookmarked by hand has neither.
+    let link = ada
+        .data(
+            &format!(
+                "mutation($i: CreateBookmarkInput!) {{ createBookmark(input: $i) {{ {FIELDS} }} }}"
+            ),
+            json!({ "i": { "link": "https://elsewhere.example/page" } }),
+        )
+        .await["createBookmark"]
+        .clone();
+    assert_eq!(
+        (link["authors"].clone(), link["enclosures"].clone()),
+        (json!([]), json!([]))
+    );
+
+    // The feed goes, the episode's file stays downloadable from the bookmark.
+    ada.data(
+        "mutation($f: ID!) { deleteFeed(id: $f) }",
+        json!({ "f": cast }),
+    )
+    .await;
+    let kept = ada
+        .data(
+            &format!("query($id: ID!) {{ bookmark(id: $id) {{ {FIELDS} }} }}"),
+            json!({ "id": saved["id"] }),
+        )
+        .await["bookmark"]
+        .clone();
+    assert_eq!(kept["authors"], json!(["Ada Lovelace"]));
+    assert_eq!(kept["enclosures"], episode);
 }

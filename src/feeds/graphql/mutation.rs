@@ -194,6 +194,8 @@ impl FeedsMutation {
                             content: input.content.clone().unwrap_or_default(),
                             pub_date: input.pub_date,
                             feed_name: input.feed_name.clone(),
+                            authors: Default::default(),
+                            enclosures: Default::default(),
                         },
                     )
                     .await?

@@ -272,11 +272,21 @@ pub struct Bookmark {
     pub raw: String,
     pub pub_date: Option<DateTime<Utc>>,
     pub feed_name: Option<String>,
+    /// The item's authors when it was bookmarked (empty for a link).
+    pub authors: Vec<String>,
+    #[graphql(skip)]
+    pub attached: item::Enclosures,
     pub created_at: DateTime<Utc>,
 }
 
 #[ComplexObject]
 impl Bookmark {
+    /// The item's enclosures when it was bookmarked — a podcast episode's
+    /// file stays downloadable after the feed dropped the item.
+    #[graphql(complexity = "crate::feeds::mapping::MAX_ENCLOSURES * child_complexity")]
+    async fn enclosures(&self) -> Vec<Enclosure> {
+        self.attached.0.iter().cloned().map(Enclosure).collect()
+    }
     /// Sanitized HTML with absolute links.
     async fn content(&self) -> String {
         sanitize::bookmark_html(self.html.as_deref(), &self.raw, &self.link)
@@ -299,6 +309,8 @@ impl From<bookmark::Model> for Bookmark {
             raw: model.content,
             pub_date: model.pub_date,
             feed_name: model.feed_name,
+            authors: model.authors.0,
+            attached: model.enclosures,
             created_at: model.created_at,
         }
     }

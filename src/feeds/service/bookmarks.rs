@@ -29,6 +29,8 @@ impl FeedsService {
                 content: item.content,
                 pub_date: Some(item.pub_date),
                 feed_name: Some(feed.name),
+                authors: item.authors,
+                enclosures: item.enclosures,
             },
         )
         .await
@@ -54,6 +56,8 @@ impl FeedsService {
             content: Set(snapshot.content),
             pub_date: Set(snapshot.pub_date),
             feed_name: Set(snapshot.feed_name),
+            authors: Set(snapshot.authors),
+            enclosures: Set(snapshot.enclosures),
             created_at: Set(now),
             updated_at: Set(now),
             ..Default::default()

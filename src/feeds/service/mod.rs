@@ -159,6 +159,8 @@ pub struct Snapshot {
     pub content: String,
     pub pub_date: Option<DateTime<Utc>>,
     pub feed_name: Option<String>,
+    pub authors: item::Authors,
+    pub enclosures: item::Enclosures,
 }
 
 /// Settings changes; the outer `None` leaves a preference alone, the inner
