@@ -2,11 +2,12 @@
 //! its service, the `docs.sync` task and its schedule. Nothing outside this
 //! folder knows them.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use async_graphql::Data;
 
 use super::{
+    schedule,
     service::DocsService,
     settings::Settings,
     sync::Syncer,
@@ -25,6 +26,7 @@ pub fn setup(settings: &Settings, platform: &Platform) -> anyhow::Result<Box<dyn
         settings: Arc::new(settings.clone()),
         syncer: Syncer::new(platform.db.clone(), &platform.data_dir),
         secret: platform.secret.clone(),
+        db: platform.db.clone(),
     }))
 }
 
@@ -32,6 +34,7 @@ struct DocsSetup {
     settings: Arc<Settings>,
     syncer: Syncer,
     secret: Arc<ServerSecret>,
+    db: sea_orm::DatabaseConnection,
 }
 
 impl Setup for DocsSetup {
@@ -41,16 +44,19 @@ impl Setup for DocsSetup {
             syncer: self.syncer.clone(),
             secret: self.secret.clone(),
         }));
-        // The schedule follows the environment at start-up (settings
-        // stored over GraphQL apply to each sync, not to the schedule).
-        let configured = self.settings.notion_configured() || self.settings.feishu_configured();
-        if configured && self.settings.docs_sync_interval > 0 {
-            registry.register_periodic(Periodic {
-                name: "docs.sync",
-                period: Duration::from_secs(self.settings.docs_sync_interval),
-                task: task::scheduled,
-            });
-        }
+        // The schedule follows the settings in force, read at each check:
+        // an interval or credentials stored over GraphQL apply without a
+        // restart.
+        registry.register_periodic(Periodic {
+            name: "docs.sync",
+            period: schedule::TICK,
+            task: task::scheduled,
+            gate: Some(schedule::gate(
+                self.db.clone(),
+                self.secret.clone(),
+                self.settings.clone(),
+            )),
+        });
     }
 
     fn build(self: Box<Self>, jobs: &Jobs) -> Arc<dyn Domain> {

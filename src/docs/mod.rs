@@ -59,6 +59,7 @@ pub mod naming;
 pub mod notion;
 pub mod platforms;
 pub mod ratelimit;
+pub mod schedule;
 pub mod search;
 pub mod service;
 pub mod settings;

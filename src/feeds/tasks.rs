@@ -41,6 +41,7 @@ pub fn register(registry: &mut Registry, db: &DatabaseConnection, puller: Arc<Pu
         name: retention::KIND,
         period: Duration::from_secs(3600),
         task: retention::new_task,
+        gate: None,
     });
 }
 

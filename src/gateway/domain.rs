@@ -96,6 +96,7 @@ impl Setup for GatewaySetup {
             name: sweep::KIND,
             period: SWEEP_EVERY,
             task: sweep::new_task,
+            gate: None,
         });
         registry.register(Arc::new(ScrobbleHandler {
             service: self.service.clone(),
@@ -105,6 +106,7 @@ impl Setup for GatewaySetup {
                 name: scrobbler::KIND,
                 period: self.scrobble_every,
                 task: scrobbler::periodic_task,
+                gate: None,
             });
         }
     }

@@ -451,12 +451,14 @@ pub fn registry(db: &DatabaseConnection, retention: sweep::Retention) -> Registr
         name: sweep::KIND,
         period: Duration::from_secs(3600),
         task: sweep::new_task,
+        gate: None,
     });
     registry.register(Arc::new(analyze::AnalyzeHandler));
     registry.register_periodic(Periodic {
         name: analyze::KIND,
         period: analyze::PERIOD,
         task: analyze::new_task,
+        gate: None,
     });
     registry
 }

@@ -86,7 +86,17 @@ pub struct Periodic {
     pub name: &'static str,
     pub period: Duration,
     pub task: fn() -> NewTask,
+    /// Asked before a period is claimed, when set: whether the job has
+    /// anything to do now (a schedule kept in the database, which can
+    /// change while the process runs). No: nothing is claimed, and it is
+    /// asked again at the next check.
+    pub gate: Option<Gate>,
 }
+
+/// A [`Periodic`] job's "is it due?", reading what it needs itself. An
+/// error is logged and counts as no.
+pub type Gate =
+    Arc<dyn Fn() -> futures_util::future::BoxFuture<'static, anyhow::Result<bool>> + Send + Sync>;
 
 /// Starts the worker pools, the reaper and the periodic scheduler.
 pub fn start(
@@ -566,6 +576,11 @@ async fn periodic_loop(jobs: Jobs, periodic: Vec<Periodic>, mut stop: watch::Rec
 }
 
 async fn fire_if_due(jobs: &Jobs, job: &Periodic) -> anyhow::Result<()> {
+    if let Some(gate) = &job.gate
+        && !gate().await?
+    {
+        return Ok(());
+    }
     let now = Utc::now();
     let period = policy::period_index(now.timestamp(), job.period);
     let db = jobs.db();

@@ -77,6 +77,7 @@ pub fn register(registry: &mut Registry, pipeline: Arc<Pipeline>) {
         name: ops::RECONCILE_KIND,
         period: ops::RECONCILE_PERIOD,
         task: reconcile_task,
+        gate: None,
     });
 }
 

@@ -23,6 +23,7 @@ on_both_backends!(
     the_cli_syncs_reports_resolves_and_exits_as_documented,
     a_sync_killed_mid_run_leaves_whole_files_and_the_next_run_completes,
     admins_store_settings_sealed_and_the_next_sync_uses_them,
+    a_stored_interval_schedules_syncs_without_a_restart,
 );
 
 const SYNC: &str = "mutation($p: DocsPlatform, $f: Boolean) { syncDocs(platform: $p, full: $f) { id kind queue status } }";
@@ -80,6 +81,17 @@ fn configured(setup: &Setup) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The fake workspace and a server configured for it (no schedule).
+async fn configured_app(backend: Backend) -> (Setup, TestApp) {
+    let setup = notion().await;
+    let mut options = AppOptions::default();
+    for (key, value) in configured(&setup) {
+        options = options.env(key, &value);
+    }
+    let app = spawn_app_with(backend, options).await;
+    (setup, app)
+}
+
 /// Two fields of each object of a list.
 fn pairs(list: &Value, a: &str, b: &str) -> Vec<(Value, Value)> {
     list.as_array()
@@ -116,12 +128,7 @@ async fn sync(app: &TestApp, token: &str, variables: Value) -> Value {
 async fn a_sync_mirrors_notion_with_live_progress_and_views_that_agree_with_the_files(
     backend: Backend,
 ) {
-    let setup = notion().await;
-    let mut options = AppOptions::default();
-    for (key, value) in configured(&setup) {
-        options = options.env(key, &value);
-    }
-    let app = spawn_app_with(backend, options).await;
+    let (_workspace, app) = configured_app(backend).await;
     let admin = app.admin().await;
     let member = app.member("reader").await;
 
@@ -702,4 +709,51 @@ async fn admins_store_settings_sealed_and_the_next_sync_uses_them(backend: Backe
     );
     let skipped = sync(&app, &admin.access, json!({"p": "NOTION"})).await;
     assert_eq!(skipped["result"]["platforms"][0]["outcome"], "skipped");
+}
+
+/// The schedule follows `syncIntervalSeconds` stored over GraphQL at once:
+/// with the environment's interval at 0 nothing syncs by itself; after an
+/// admin stores one, scheduled syncs run without a restart.
+async fn a_stored_interval_schedules_syncs_without_a_restart(backend: Backend) {
+    let (_workspace, app) = configured_app(backend).await;
+    let admin = app.admin().await;
+    let runs = || async {
+        app.gql(RUNS, json!({}))
+            .bearer(&admin.access)
+            .send()
+            .await
+            .data()["docSyncRuns"]
+            .clone()
+    };
+    assert_eq!(runs().await["totalCount"], 0);
+
+    let stored = app
+        .gql(
+            "mutation { updateDocsSettings(input: { syncIntervalSeconds: 1 }) { syncIntervalSeconds } }",
+            json!({}),
+        )
+        .bearer(&admin.access)
+        .send()
+        .await;
+    assert_eq!(
+        stored.data()["updateDocsSettings"]["syncIntervalSeconds"],
+        1
+    );
+    // Bounded: the schedule is looked at every 15 s.
+    let mut seen = Value::Null;
+    for _ in 0..600 {
+        seen = runs().await;
+        let finished = seen["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|edge| edge["node"]["status"] == "succeeded");
+        if finished {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let first = &seen["edges"][0]["node"];
+    assert_eq!(first["status"], "succeeded", "{seen}");
+    assert_eq!(first["platform"], "NOTION");
 }
