@@ -1,0 +1,48 @@
+// Small pieces the gateway's sections share.
+import type { StatusLook } from './labels';
+
+export interface NoticeState {
+  ok?: string;
+  error?: string;
+}
+
+/** The outcome of the last action: an alert for an error, a status line for success. */
+export function Notice({ state }: { state: NoticeState }) {
+  if (state.error)
+    return (
+      <p class="alert error" role="alert">
+        {state.error}
+      </p>
+    );
+  if (state.ok)
+    return (
+      <p class="alert ok" role="status">
+        {state.ok}
+      </p>
+    );
+  return null;
+}
+
+/** A moment, in the reader's locale, with the exact time for machines. */
+export function When({ at }: { at: string | null | undefined }) {
+  if (!at) return <>—</>;
+  const date = new Date(at);
+  if (Number.isNaN(date.getTime())) return <>{at}</>;
+  return <time dateTime={at}>{date.toLocaleString()}</time>;
+}
+
+export interface Paged<T> {
+  nodes: T[];
+  hasNextPage: boolean;
+  endCursor: string | null;
+  totalCount: number;
+}
+
+/** A status by label and colour; its meaning on hover and in the label's words. */
+export function StatusPill({ look }: { look: StatusLook }) {
+  return (
+    <span class={look.level === null ? 'status own' : 'status'} data-level={look.level ?? undefined} title={look.meaning}>
+      {look.label}
+    </span>
+  );
+}
