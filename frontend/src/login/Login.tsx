@@ -70,7 +70,7 @@ export function Login() {
           </p>
         )}
         {password ? (
-          <form onSubmit={submit} aria-label="Sign in with a password" aria-describedby={error.value ? 'login-error' : undefined}>
+          <form onSubmit={submit} aria-describedby={error.value ? 'login-error' : undefined}>
             <div class="field">
               <label for="username">Username</label>
               <input ref={user} class="input" id="username" name="username" autocomplete="username" required />
