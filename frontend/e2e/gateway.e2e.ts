@@ -204,6 +204,31 @@ describe('gateway page', () => {
     await expectNoAxeViolations(page, 'the gateway page with events');
   });
 
+  test('an event waiting for the user can be dismissed from the page', async () => {
+    // AniList is not linked: the event waits for the user.
+    const admitted = await gql<{ addToWantToRead: { id: string } }>(
+      server,
+      'mutation { addToWantToRead(provider: ANILIST, titleId: "30013") { id } }',
+      {},
+      cookie,
+    );
+    const row = page.locator(`tr[data-event="${admitted.addToWantToRead.id}"]`);
+    await row.waitFor();
+    await expect.poll(() => row.getAttribute('data-status'), { timeout: 30_000 }).toBe('WAITING');
+    await row.getByText('Waiting for you').waitFor();
+    await expectNoAxeViolations(page, 'the gateway page with an event waiting');
+    await row.scrollIntoViewIfNeeded();
+    await screenshot(page, 'gateway-events-light');
+    const dismiss = row.getByRole('button', { name: 'Dismiss: AniList title 30013' });
+    // Keyboard: focus the button and press Enter.
+    await dismiss.focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => row.getAttribute('data-status')).toBe('DISMISSED');
+    expect(await row.getByRole('button').count()).toBe(0);
+    const stored = await gql<{ gatewayEvent: { status: string } }>(server, 'query($id: ID!) { gatewayEvent(id: $id) { status } }', { id: admitted.addToWantToRead.id }, cookie);
+    expect(stored.gatewayEvent.status).toBe('DISMISSED');
+  });
+
   test('dark theme passes axe too', async () => {
     const dark = await openSession(browser, server, { colorScheme: 'dark' });
     await dark.context.addCookies(await session.context.cookies());
