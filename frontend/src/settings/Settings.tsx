@@ -310,7 +310,9 @@ function Keyboard() {
 }
 
 export function Settings() {
-  const { params } = useRoute();
+  const { params, query: search } = useRoute();
+  // Where the server's OAuth callbacks land (`?linked=anilist`, `?linked=oidc`).
+  const linked = search.linked === 'anilist' ? 'AniList' : search.linked === 'oidc' ? 'Your identity provider' : null;
   const section = params.section ?? 'account';
   const data = useSignal<SettingsPageQuery | null>(null);
   const error = useSignal<unknown>(null);
@@ -334,6 +336,12 @@ export function Settings() {
             </a>
           ))}
         </nav>
+        {linked && (
+          <p class="alert ok" role="status">
+            {linked} is linked to your account.{' '}
+            {search.linked === 'anilist' && <a href="/gateway">Open the gateway page</a>}
+          </p>
+        )}
         {error.value ? (
           <Failed error={error.value} retry={load} />
         ) : !data.value ? (
