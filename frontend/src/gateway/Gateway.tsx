@@ -216,7 +216,7 @@ function ProviderCard({ caps, reload }: { caps: ProviderCaps; reload: () => void
           {!caps.linkConfigured && (
             <p class="hint">
               {caps.linkMethod === 'OAUTH'
-                ? `Linking is not available: the administrator has not registered a ${name} client (or the server’s public URL).`
+                ? `Linking is not available: the administrator has not set up the ${name} API client (or the server’s public URL).`
                 : 'Linking is not available on this server.'}
             </p>
           )}
