@@ -14,7 +14,7 @@ import {
 } from '../gql/graphql';
 import { Empty, errorText, Failed, Loading } from '../ui/states';
 import { EVENT_STATUS, EVENT_STATUSES, PROVIDER_NAME, actionText, applyEventUpdate, canRetryOrDismiss } from './labels';
-import { Notice, StatusPill, When, type NoticeState, type Paged } from './parts';
+import { Notice, TableScroll, StatusPill, When, type NoticeState, type Paged } from './parts';
 
 type Event = GatewayEventFieldsFragment;
 const PAGE = 25;
@@ -145,7 +145,7 @@ export function Events({ generation }: { generation: number }) {
         </Empty>
       ) : (
         <>
-          <div class="table-scroll">
+          <TableScroll label="Events table">
             <table class="grid events">
               <caption class="sr-only">Gateway events, newest first</caption>
               <thead>
@@ -195,7 +195,7 @@ export function Events({ generation }: { generation: number }) {
                 })}
               </tbody>
             </table>
-          </div>
+          </TableScroll>
           <p class="row list-more">
             <span class="hint">
               {current.nodes.length} of {current.totalCount}

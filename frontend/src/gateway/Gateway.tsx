@@ -279,9 +279,9 @@ function ProviderCard({ caps, reload }: { caps: ProviderCaps; reload: () => void
           {caps.features.map((feature) => (
             <tr key={feature.feature} data-feature={feature.feature}>
               <th scope="row">{FEATURE_LABEL[feature.feature]}</th>
-              <td>{feature.supported ? 'Yes' : 'No'}</td>
-              <td>{!feature.supported ? '—' : feature.configured ? 'Yes' : 'Not yet'}</td>
-              <td>{feature.limitation ?? ''}</td>
+              <td data-label="Supported">{feature.supported ? 'Yes' : 'No'}</td>
+              <td data-label="Ready for you">{!feature.supported ? '—' : feature.configured ? 'Yes' : 'Not yet'}</td>
+              <td data-label="Limitation">{feature.limitation ?? ''}</td>
             </tr>
           ))}
         </tbody>

@@ -6,7 +6,7 @@ import { query } from '../api/client';
 import { GatewayReceiptsDocument, type GatewayReceiptsQuery } from '../gql/graphql';
 import { Empty, errorText, Failed, Loading } from '../ui/states';
 import { PROVIDER_NAME, actionText } from './labels';
-import { Notice, When, type NoticeState, type Paged } from './parts';
+import { Notice, TableScroll, When, type NoticeState, type Paged } from './parts';
 
 type Receipt = GatewayReceiptsQuery['receipts']['nodes'][number];
 const PAGE = 25;
@@ -61,7 +61,7 @@ export function Receipts({ generation }: { generation: number }) {
         <Empty title="No receipts yet">A receipt is written when a provider confirms a change.</Empty>
       ) : (
         <>
-          <div class="table-scroll">
+          <TableScroll label="Receipts table">
             <table class="grid receipts">
               <caption class="sr-only">Receipts, newest first</caption>
               <thead>
@@ -88,7 +88,7 @@ export function Receipts({ generation }: { generation: number }) {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableScroll>
           <p class="row list-more">
             <span class="hint">
               {current.nodes.length} of {current.totalCount}

@@ -12,7 +12,7 @@ import {
 } from '../gql/graphql';
 import { Empty, errorText, Failed, Loading } from '../ui/states';
 import { TITLE_LINK_SOURCE, TITLE_LINK_STATE } from './labels';
-import { Notice, type NoticeState } from './parts';
+import { Notice, TableScroll, type NoticeState } from './parts';
 
 type TitleLink = GatewayTitleLinkFieldsFragment;
 
@@ -67,7 +67,7 @@ function LinkRow({ link, busy, onConfirm, onSet }: { link: TitleLink; busy: bool
 
 function LinkTable({ links, caption, busy, act }: { links: TitleLink[]; caption: string; busy: string | null; act: (link: TitleLink, mediaId?: string) => void }) {
   return (
-    <div class="table-scroll">
+    <TableScroll label={caption}>
       <table class="grid title-links">
         <caption class="sr-only">{caption}</caption>
         <thead>
@@ -86,7 +86,7 @@ function LinkTable({ links, caption, busy, act }: { links: TitleLink[]; caption:
           ))}
         </tbody>
       </table>
-    </div>
+    </TableScroll>
   );
 }
 

@@ -1,4 +1,5 @@
 // Small pieces the gateway's sections share.
+import type { ComponentChildren } from 'preact';
 import type { StatusLook } from './labels';
 
 export interface NoticeState {
@@ -44,5 +45,17 @@ export function StatusPill({ look }: { look: StatusLook }) {
     <span class={look.level === null ? 'status own' : 'status'} data-level={look.level ?? undefined} title={look.meaning}>
       {look.label}
     </span>
+  );
+}
+
+/**
+ * A wide table's own horizontal scroll box (phones). Focusable and named,
+ * so a keyboard can scroll it even when the table holds no control.
+ */
+export function TableScroll({ label, children }: { label: string; children: ComponentChildren }) {
+  return (
+    <div class="table-scroll" role="region" aria-label={label} tabIndex={0}>
+      {children}
+    </div>
   );
 }
