@@ -177,6 +177,11 @@ describe('gateway page', () => {
     expect(await page.content()).not.toContain(RIGHT_KEY);
     const links = await gql<{ providerLinks: { provider: string; accountName: string }[] }>(server, '{ providerLinks { provider accountName } }', {}, cookie);
     expect(links.providerLinks).toEqual([{ provider: 'KAVITA', accountName: 'alice' }]);
+    // A check probes the linked key at the fake again.
+    const before = kavita.requests.length;
+    await page.getByRole('button', { name: 'Check Kavita now' }).click();
+    await kavitaCard().getByText('Your account: works').waitFor();
+    expect(kavita.requests.length).toBeGreaterThan(before);
     await expectNoAxeViolations(page, 'the gateway page, Kavita linked');
   });
 
