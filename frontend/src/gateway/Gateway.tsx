@@ -128,7 +128,8 @@ function CheckResult({ check }: { check: Check }) {
   );
 }
 
-function ProviderCard({ caps, reload }: { caps: ProviderCaps; reload: () => void }) {
+/** `refresh` reads the manifest again; `reload` also the lists below (a link changed). */
+function ProviderCard({ caps, refresh, reload }: { caps: ProviderCaps; refresh: () => void; reload: () => void }) {
   const name = PROVIDER_NAME[caps.provider];
   const slug = caps.provider.toLowerCase();
   const check = useSignal<Check | null>(null);
@@ -142,7 +143,8 @@ function ProviderCard({ caps, reload }: { caps: ProviderCaps; reload: () => void
     state.value = {};
     try {
       check.value = (await query(GatewayCheckDocument, { provider: caps.provider })).checkProvider;
-      reload();
+      // A refused credential turned the link NEEDS_RELINK.
+      refresh();
     } catch (error) {
       state.value = { error: errorText(error) };
     } finally {
@@ -386,7 +388,7 @@ export function Gateway() {
               Each provider’s features, as this server can offer them to you (manifest version {manifest.value.protocolVersion}).
             </p>
             {providers.map((caps) => (
-              <ProviderCard key={caps.provider} caps={caps} reload={reload} />
+              <ProviderCard key={caps.provider} caps={caps} refresh={() => void load()} reload={reload} />
             ))}
             {!only && (
               <>
