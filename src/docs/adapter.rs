@@ -238,11 +238,15 @@ pub enum DegradationKind {
     /// A database property type rendered lossily (a rollup, a formula): the
     /// string keeps a drill-down clue.
     LossyProperty,
+    /// A table with merged cells, which Markdown tables cannot span: each
+    /// merge's content stays in its first cell, the cells it covered are
+    /// empty, and the document's link is kept.
+    MergedCells,
 }
 
 impl DegradationKind {
     /// Every kind.
-    pub const ALL: [DegradationKind; 10] = [
+    pub const ALL: [DegradationKind; 11] = [
         DegradationKind::UnknownBlock,
         DegradationKind::Truncated,
         DegradationKind::UnrenderedBlock,
@@ -253,6 +257,7 @@ impl DegradationKind {
         DegradationKind::Sheet,
         DegradationKind::Mindnote,
         DegradationKind::LossyProperty,
+        DegradationKind::MergedCells,
     ];
 
     /// The stable name, in markers (`kind=…`) and stats.
@@ -268,6 +273,7 @@ impl DegradationKind {
             Self::Sheet => "sheet",
             Self::Mindnote => "mindnote",
             Self::LossyProperty => "lossy_property",
+            Self::MergedCells => "merged_cells",
         }
     }
 

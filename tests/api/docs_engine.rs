@@ -647,4 +647,60 @@ crate::on_both_backends!(
     a_leaf_gaining_a_child_becomes_a_folder,
     deletes_go_to_the_trash_behind_the_guard_and_are_purged,
     a_failed_asset_keeps_the_body_and_is_retried,
+    the_same_bytes_under_two_urls_are_stored_once,
 );
+
+/// Two assets (other keys, other URLs, one of them on another page) with
+/// the same bytes: one file in the content-addressed pool, counted once
+/// as downloaded and once as deduplicated; both documents point at it.
+async fn the_same_bytes_under_two_urls_are_stored_once(backend: Backend) {
+    let lab = Lab::new(backend).await;
+    let fake = workspace();
+    fake.page(
+        "copy",
+        NodeKind::Page,
+        None,
+        "Copy",
+        "Again ![same](https://cdn.test/b/pic.png?sig=2)\n",
+    );
+    fake.edit(|ws| {
+        ws.bodies.get_mut("copy").unwrap().assets.push(AssetRef {
+            remote_key: "cdn.test/b/pic.png".into(),
+            download_url: "https://cdn.test/b/pic.png?sig=2".into(),
+            body_url: Some("https://cdn.test/b/pic.png?sig=2".into()),
+            file_name: None,
+        });
+        ws.assets
+            .insert("https://cdn.test/b/pic.png?sig=2".into(), PNG.to_vec());
+    });
+    let report = lab.sync(&fake).await;
+    assert_eq!(report.stats.errors, 0, "{:?}", report.stats.failures);
+    assert_eq!(
+        (
+            report.stats.assets_downloaded,
+            report.stats.assets_deduplicated
+        ),
+        (1, 1)
+    );
+    let sha = trellis::digest::sha256_hex_bytes(PNG);
+    let pool = format!("assets/{}/{sha}.png", &sha[..2]);
+    assert!(lab.exists(&pool));
+    let pooled: Vec<_> = std::fs::read_dir(lab.root().join("assets").join(&sha[..2]))
+        .unwrap()
+        .collect();
+    assert_eq!(pooled.len(), 1, "one file for both");
+    assert!(
+        lab.read("notion/Plain.md")
+            .contains(&format!("![pic](../{pool})"))
+    );
+    assert!(
+        lab.read("notion/Copy.md")
+            .contains(&format!("![same](../{pool})"))
+    );
+    let rows = docs_asset::Entity::find().all(&lab.db).await.unwrap();
+    assert_eq!(rows.len(), 2, "each remote asset is remembered");
+    assert!(
+        rows.iter()
+            .all(|row| row.sha256.as_deref() == Some(sha.as_str()))
+    );
+}

@@ -22,7 +22,9 @@
 //! 33 view (transparent: their children are rendered in place), 26 iframe
 //! (its decoded URL), 27 image (an asset keyed by its token), 29 mind note
 //! and 30 sheet (degraded to their link), 31 table with its 32 cells, 34
-//! quote container, 43 whiteboard. Any other type (16, which some SDKs
+//! quote container (a table that merges cells keeps each merge's content
+//! in its first cell, with the document's link and a `merged_cells`
+//! marker: Markdown tables cannot span), 43 whiteboard. Any other type (16, which some SDKs
 //! call an equation block but the documented list skips — equations come as
 //! text runs; 20 chat card, 21 diagram, 28 widget, 35–42, 44+, 999
 //! "unsupported") follows the degradation contract: its verbatim tag (type,
@@ -874,7 +876,18 @@ impl<'a, 'b> Renderer<'a, 'b> {
         for child in children(&self.tree, block) {
             self.visited.insert(id(child));
         }
-        gfm_table(&rows[0], &rows[1..])
+        let table = gfm_table(&rows[0], &rows[1..]);
+        if self.pass == Pass::Raw || !has_merged_cells(block) {
+            return table;
+        }
+        let link = self.doc_link("Open the table in Feishu");
+        let marker = self.marker(DegradationKind::MergedCells, id(block));
+        let note = [link, Some(marker)]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
+        format!("{table}\n\n{note}")
     }
 
     fn bitable(&mut self, block: &Value) -> String {
@@ -1090,6 +1103,21 @@ fn table_cell(text: &str) -> String {
 }
 
 /// A GFM table.
+/// Whether a table block merges cells: any `table.property.merge_info`
+/// entry (one per cell) spanning more than one row or column.
+fn has_merged_cells(block: &Value) -> bool {
+    block
+        .pointer("/table/property/merge_info")
+        .and_then(Value::as_array)
+        .is_some_and(|cells| {
+            cells.iter().any(|span| {
+                ["row_span", "col_span"]
+                    .iter()
+                    .any(|key| span.get(key).and_then(Value::as_u64).is_some_and(|n| n > 1))
+            })
+        })
+}
+
 fn gfm_table(header: &[String], rows: &[Vec<String>]) -> String {
     let line = |cells: &[String]| format!("| {} |", cells.join(" | "));
     let mut out = vec![
@@ -1249,6 +1277,57 @@ mod tests {
                 .collect::<Vec<_>>(),
             ["board:bdcnImage"]
         );
+    }
+
+    #[test]
+    fn a_table_with_merged_cells_keeps_its_content_and_says_so() {
+        let table = |merge_info: Value| {
+            vec![
+                json!({"block_id": "doc", "block_type": 1, "children": ["t"], "page": {"elements": []}}),
+                json!({"block_id": "t", "block_type": 31, "parent_id": "doc", "children": ["a", "b", "c", "d"],
+                    "table": {"cells": ["a", "b", "c", "d"], "property": {"row_size": 2, "column_size": 2, "merge_info": merge_info}}}),
+                json!({"block_id": "a", "block_type": 32, "parent_id": "t", "children": ["at"], "table_cell": {}}),
+                json!({"block_id": "at", "block_type": 2, "parent_id": "a", "text": {"elements": [{"text_run": {"content": "Both columns"}}]}}),
+                json!({"block_id": "b", "block_type": 32, "parent_id": "t", "children": [], "table_cell": {}}),
+                json!({"block_id": "c", "block_type": 32, "parent_id": "t", "children": ["ct"], "table_cell": {}}),
+                json!({"block_id": "ct", "block_type": 2, "parent_id": "c", "text": {"elements": [{"text_run": {"content": "x"}}]}}),
+                json!({"block_id": "d", "block_type": 32, "parent_id": "t", "children": [], "table_cell": {}}),
+            ]
+        };
+        let context = Context {
+            doc_url: Some("https://acme.feishu.cn/docx/doc"),
+            api_base: "https://open.feishu.cn/open-apis/",
+        };
+        let one = json!({"row_span": 1, "col_span": 1});
+        let merged = render(
+            &table(json!([{"row_span": 1, "col_span": 2}, one, one, one])),
+            &context,
+            &Extras::default(),
+        );
+        let body = merged.body.as_deref().expect("a degraded body");
+        assert!(body.contains("| Both columns |  |\n"), "{body}");
+        assert!(
+            body.contains("[Open the table in Feishu](https://acme.feishu.cn/docx/doc)"),
+            "{body}"
+        );
+        assert_eq!(
+            merged.degradations,
+            [Degradation {
+                kind: DegradationKind::MergedCells,
+                id: "t".into()
+            }]
+        );
+        assert_eq!(markers::parse_all(body), merged.degradations);
+        assert!(
+            !merged.markdown.contains("opendoc:"),
+            "the raw Markdown has no marker"
+        );
+        // Without a merge (or without merge_info) nothing is degraded.
+        for plain in [json!([one, one, one, one]), Value::Null] {
+            let rendered = render(&table(plain), &context, &Extras::default());
+            assert_eq!(rendered.body, None);
+            assert!(rendered.degradations.is_empty());
+        }
     }
 
     #[test]
