@@ -108,6 +108,27 @@ impl Operation {
         }
     }
 
+    /// The operation with its attribute numbers in one form on every
+    /// backend: a negative zero becomes `0.0`. (PostgreSQL's `jsonb` keeps
+    /// numbers as `numeric`, which has no negative zero, while SQLite keeps
+    /// the text: `-0.0` was `0.0` on one and `-0.0` on the other, in
+    /// stored attributes and in position tokens alike.)
+    pub fn canonical(mut self) -> Self {
+        let maps: Vec<&mut Map<String, Value>> = match &mut self {
+            Operation::Create { attributes } => vec![attributes],
+            Operation::UpdateA { patch, .. } | Operation::UpdateB { patch, .. } => vec![patch],
+            Operation::UpdateC { resources } => resources
+                .iter_mut()
+                .map(|replacement| &mut replacement.attributes)
+                .collect(),
+            Operation::Delete { .. } => vec![],
+        };
+        for map in maps {
+            map.values_mut().for_each(canonical_numbers);
+        }
+        self
+    }
+
     /// Checks the request against the configuration; an error names the
     /// field (`BAD_USER_INPUT`).
     pub fn validate(&self, config: &NodeConfig) -> Result<(), AppError> {
@@ -163,6 +184,24 @@ pub fn queue_of(kind: &str) -> Option<Queue> {
         .iter()
         .find(|(name, _)| *name == kind)
         .map(|(_, queue)| *queue)
+}
+
+/// Replaces every negative zero in `value` by `0.0`, in place.
+fn canonical_numbers(value: &mut Value) {
+    match value {
+        Value::Number(number) => {
+            if number
+                .as_f64()
+                .is_some_and(|n| n == 0.0 && n.is_sign_negative())
+                && number.is_f64()
+            {
+                *number = serde_json::Number::from_f64(0.0).expect("0.0 is finite");
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(canonical_numbers),
+        Value::Object(fields) => fields.values_mut().for_each(canonical_numbers),
+        Value::Null | Value::Bool(_) | Value::String(_) => {}
+    }
 }
 
 fn check_patch(patch: &Map<String, Value>) -> Result<(), AppError> {
@@ -258,6 +297,37 @@ mod tests {
             Operation::UpdateC { resources: vec![] }.queue(),
             Queue::Long
         );
+    }
+
+    #[test]
+    fn a_negative_zero_becomes_zero_everywhere_in_the_attributes() {
+        let text = |op: &Operation| serde_json::to_string(op).unwrap();
+        let create = Operation::Create {
+            attributes: object(
+                serde_json::from_str(
+                    r#"{"region": -0.0, "deep": {"list": [-0.0, 1, -0, 2.5]}, "neg": -1.5, "zero": 0}"#,
+                )
+                .unwrap(),
+            ),
+        }
+        .canonical();
+        let written = text(&create);
+        assert!(!written.contains("-0"), "{written}");
+        assert!(written.contains(r#""region":0.0"#), "{written}");
+        // `-0` too: JSON parsers read it as a negative zero.
+        assert!(written.contains(r#""list":[0.0,1,0.0,2.5]"#), "{written}");
+        assert!(
+            written.contains(r#""neg":-1.5"#) && written.contains(r#""zero":0"#),
+            "{written}"
+        );
+        let replace = Operation::UpdateC {
+            resources: vec![Replacement {
+                id: Uuid::nil(),
+                attributes: object(serde_json::from_str(r#"{"a": -0.0}"#).unwrap()),
+            }],
+        }
+        .canonical();
+        assert!(text(&replace).contains(r#""a":0.0"#));
     }
 
     #[test]

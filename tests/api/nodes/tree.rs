@@ -19,6 +19,7 @@ crate::on_both_backends!(
     a_service_is_at_least_degraded_while_a_shared_database_is_not_healthy,
     dashboard_sees_a_leaf_change_climb_to_the_root,
     tree_fields_of_many_nodes_agree_with_the_tree,
+    a_negative_zero_is_one_token_on_every_backend,
 );
 
 async fn resources_build_the_tree_and_orphans_are_pruned(backend: Backend) {
@@ -401,4 +402,40 @@ async fn tree_fields_of_many_nodes_agree_with_the_tree(backend: Backend) {
         .find(|node| node["parentId"].is_null())
         .unwrap();
     assert_eq!(region["everything"].as_array().unwrap().len(), 3);
+}
+
+/// `-0.0` is `0.0` once accepted, on SQLite and PostgreSQL alike: in the
+/// position token it makes and in the attributes read back.
+async fn a_negative_zero_is_one_token_on_every_backend(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let ops = Client::new(&app).await;
+    let id = ops
+        .create(
+            serde_json::from_str(
+                r#"{"region": -0.0, "zone": "a", "health": 0, "load": [-0.0, 1.0]}"#,
+            )
+            .unwrap(),
+        )
+        .await;
+    let tree = ops.tree().await;
+    let region = tree
+        .keys()
+        .find(|chain| chain.len() == 1)
+        .expect("a region node")
+        .clone();
+    assert_eq!(region, ["0.0"], "{tree:#?}");
+    assert!(tree.contains_key(&chain(&["0.0", "a"])));
+    let text = app
+        .gql(
+            "query($id: ID!) { resource(id: $id) { attributes } }",
+            json!({ "id": id }),
+        )
+        .bearer(&ops.token)
+        .send()
+        .await
+        .body
+        .to_string();
+    assert!(text.contains(r#""region":0.0"#), "{text}");
+    assert!(text.contains(r#""load":[0.0,1.0]"#), "{text}");
+    assert!(!text.contains("-0"), "{text}");
 }
