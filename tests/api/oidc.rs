@@ -612,14 +612,14 @@ async fn start_from(app: &TestApp, address: &str) -> reqwest::Response {
 }
 
 async fn starting_sign_ins_costs_a_bounded_amount(backend: Backend) {
-    const STARTS_PER_MINUTE: usize = 10;
+    const STARTS_PER_MINUTE: usize = 30;
     const MAX_PENDING: u64 = 10_000;
     let setup = start_with(backend, &[("TRELLIS_TRUSTED_PROXIES", "127.0.0.1")]).await;
     let app = &setup.app;
     let db = app.database().await;
     let pending = || async { oidc_login_state::Entity::find().count(&db).await.unwrap() };
 
-    // An address gets ten a minute; the eleventh is refused and stores nothing.
+    // An address gets thirty a minute; the next one is refused and stores nothing.
     for _ in 0..STARTS_PER_MINUTE {
         assert_eq!(start_from(app, "198.51.100.1").await.status(), 303);
     }

@@ -64,7 +64,7 @@ impl OidcMutation {
     /// Starts linking the signed-in account to an identity at the
     /// provider. Finishing it signs that identity in as this account from
     /// then on; an identity already linked to another account is refused
-    /// (`CONFLICT`). Never matched by username or email. At most ten a
+    /// (`CONFLICT`). Never matched by username or email. At most thirty a
     /// minute per account (`RATE_LIMITED`).
     async fn link_oidc(&self, ctx: &Context<'_>) -> async_graphql::Result<OidcLinkStart> {
         let viewer = ctx.viewer()?;

@@ -3,7 +3,7 @@
 //!
 //! - `start` (optional `return_to`, a local path) answers 303 to the
 //!   provider's authorize URL and sets a short-lived cookie binding the
-//!   login to this browser; 429 when the address started too many (ten a
+//!   login to this browser; 429 when the address started too many (thirty a
 //!   minute) or too many sign-ins are unfinished (see `service`).
 //! - `callback` (`code`, `state`; or `error` when the provider declined)
 //!   ends a login in the same session cookie a password login sets and 303

@@ -44,8 +44,9 @@ pub const STATE_TTL: TimeDelta = TimeDelta::minutes(10);
 
 /// Authorizations one address (a login) or one account (a link) may start
 /// per minute, all at once if it likes; beyond that `RATE_LIMITED`. A
-/// person signing in starts one; ten covers reloads and a second tab.
-pub const STARTS_PER_MINUTE: u32 = 10;
+/// person signing in starts one; thirty covers reloads, a second tab and a
+/// household or office behind one address.
+pub const STARTS_PER_MINUTE: u32 = 30;
 
 /// Unfinished authorizations kept at most, everyone's together. Each is a
 /// row until it is finished or expires ([`STATE_TTL`]); when this many are
