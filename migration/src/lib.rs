@@ -34,6 +34,7 @@ mod m20261203_000022_gateway;
 mod m20261204_000023_gateway_events;
 mod m20261204_000024_oidc;
 mod m20261204_000025_bookmark_authors_enclosures;
+mod m20261204_000026_item_rank_index;
 
 pub struct Migrator;
 
@@ -66,6 +67,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261204_000023_gateway_events::Migration),
             Box::new(m20261204_000024_oidc::Migration),
             Box::new(m20261204_000025_bookmark_authors_enclosures::Migration),
+            Box::new(m20261204_000026_item_rank_index::Migration),
         ]
     }
 }

@@ -134,10 +134,12 @@ pub fn ranked_statement(
         }
         // CROSS JOIN: SQLite keeps the left table outermost, so the
         // full-text match runs once and drives the join. BM25 is lower
-        // for better matches.
+        // for better matches. `idx_items_rank` (id, user_id, pub_date) is
+        // all the ranking reads of an item: it spares reading every
+        // matched row, kilobytes each (migration 000026).
         _ => {
             "SELECT items.id, -bm25(items_fts, 10.0, 1.0) AS rank, items.pub_date \
-             FROM items_fts CROSS JOIN items ON items.id = items_fts.rowid \
+             FROM items_fts CROSS JOIN items INDEXED BY idx_items_rank ON items.id = items_fts.rowid \
              WHERE items_fts MATCH $2 AND items.user_id = $1 \
              ORDER BY rank DESC, items.pub_date DESC, items.id DESC LIMIT $3"
         }
