@@ -1,0 +1,57 @@
+import { describe, expect, test } from 'vitest';
+import { countKinds, docHref, markersToBadges, parseMarkers, pathFromRest, platformOfPath, statRows } from './paths';
+
+describe('paths', () => {
+  test('a mirror path becomes a client URL under /docs and back', () => {
+    expect(docHref('notion/Team A/Notes.md')).toBe('/docs/notion/Team%20A/Notes.md');
+    expect(docHref('feishu/Wiki/设计.md')).toBe('/docs/feishu/Wiki/%E8%AE%BE%E8%AE%A1.md');
+    expect(pathFromRest('notion/Team%20A/Notes.md')).toBe('notion/Team A/Notes.md');
+    expect(pathFromRest(docHref('feishu/Wiki/设计.md').slice('/docs/'.length))).toBe('feishu/Wiki/设计.md');
+    expect(pathFromRest(undefined)).toBeNull();
+    expect(pathFromRest('')).toBeNull();
+    expect(pathFromRest('notion/%E0%A4')).toBe('notion/%E0%A4');
+  });
+
+  test('the platform comes from the first segment', () => {
+    expect(platformOfPath('notion/x.md')).toBe('NOTION');
+    expect(platformOfPath('feishu')).toBe('FEISHU');
+    expect(platformOfPath('assets/ab.png')).toBeNull();
+    expect(platformOfPath(null)).toBeNull();
+  });
+});
+
+describe('degradation markers', () => {
+  const body = 'Intro\n\n<!-- opendoc:degraded kind=unsupported_block id=b1 -->\n\ntext <!-- opendoc:degraded kind="merged_cells" id=\'t-2\' --> end\n<!-- a plain comment -->';
+
+  test('parsed in order with kind and id', () => {
+    expect(parseMarkers(body)).toEqual([
+      { kind: 'unsupported_block', id: 'b1' },
+      { kind: 'merged_cells', id: 't-2' },
+    ]);
+    expect(parseMarkers('no markers')).toEqual([]);
+  });
+
+  test('become visible badges with escaped text; other comments stay', () => {
+    const out = markersToBadges(body);
+    expect(out).toContain('<span class="degraded" title="block b1">Degraded: unsupported block</span>');
+    expect(out).toContain('Degraded: merged cells');
+    expect(out).toContain('<!-- a plain comment -->');
+    expect(markersToBadges('<!-- opendoc:degraded kind="a&b<img" id=1 -->')).toContain('Degraded: a&amp;b&lt;img');
+  });
+
+  test('counted by kind', () => {
+    expect(countKinds([{ kind: 'b' }, { kind: 'a' }, { kind: 'b' }])).toEqual([
+      { kind: 'b', count: 2 },
+      { kind: 'a', count: 1 },
+    ]);
+  });
+});
+
+test('a run’s stats flatten to rows', () => {
+  expect(statRows({ fetched: 2, degraded: { merged_cells: 1 }, ids: ['a', 'b'] })).toEqual([
+    { name: 'fetched', value: '2' },
+    { name: 'degraded.merged_cells', value: '1' },
+    { name: 'ids', value: 'a, b' },
+  ]);
+  expect(statRows(null)).toEqual([]);
+});
