@@ -193,7 +193,7 @@ function DocView({ path }: { path: string }) {
       {d.markdown === null || d.markdown === undefined ? (
         <p class="hint">This entry has no body (a folder, or a file missing on disk).</p>
       ) : (
-        <div class="content doc-body" dangerouslySetInnerHTML={{ __html: renderMarkdown(d.markdown) }} />
+        <div class="content doc-body" dangerouslySetInnerHTML={{ __html: renderMarkdown(d.markdown, d.path) }} />
       )}
       <section aria-labelledby="backlinks">
         <h2 id="backlinks">Backlinks</h2>

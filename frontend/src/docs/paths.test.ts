@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { countKinds, docHref, markersToBadges, parseMarkers, pathFromRest, platformOfPath, statRows } from './paths';
+import { countKinds, docHref, markersToBadges, parseMarkers, pathFromRest, platformOfPath, resolveDocLink, statRows } from './paths';
 
 describe('paths', () => {
   test('a mirror path becomes a client URL under /docs and back', () => {
@@ -54,4 +54,15 @@ test('a run’s stats flatten to rows', () => {
     { name: 'ids', value: 'a, b' },
   ]);
   expect(statRows(null)).toEqual([]);
+});
+
+test('relative links between documents resolve under /docs', () => {
+  const from = docHref('notion/Handbook/README.md');
+  expect(resolveDocLink('Roadmap.md', from)).toBe('/docs/notion/Handbook/Roadmap.md');
+  expect(resolveDocLink('../Team%20A/Notes.md#x', from)).toBe('/docs/notion/Team%20A/Notes.md#x');
+  expect(resolveDocLink('../../../etc.md', from)).toBeNull();
+  expect(resolveDocLink('https://example.com/', from)).toBeNull();
+  expect(resolveDocLink('javascript:alert(1)', from)).toBeNull();
+  expect(resolveDocLink('#top', from)).toBeNull();
+  expect(resolveDocLink('/read', from)).toBeNull();
 });

@@ -89,3 +89,15 @@ export function statRows(stats: unknown, prefix = ''): { name: string; value: st
     return value !== null && typeof value === 'object' && !Array.isArray(value) ? statRows(value, name) : [{ name, value: Array.isArray(value) ? value.join(', ') : String(value) }];
   });
 }
+
+/**
+ * A relative link in a document's body (the mirror writes links between
+ * documents as relative file paths) as an absolute client URL, resolved
+ * against the document's own client URL; null for anything else (other
+ * schemes, absolute paths, fragments) or a link that leaves `/docs/`.
+ */
+export function resolveDocLink(href: string, from: string): string | null {
+  if (!href || href.startsWith('#') || href.startsWith('/') || /^[a-z][a-z0-9+.-]*:/i.test(href)) return null;
+  const url = new URL(href, `http://docs.invalid${from}`);
+  return url.pathname.startsWith('/docs/') ? `${url.pathname}${url.search}${url.hash}` : null;
+}

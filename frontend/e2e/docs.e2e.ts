@@ -1,0 +1,189 @@
+// The docs browser against the real server and a loopback fake Notion
+// (two pages, one with a block Notion's markdown endpoint could not
+// render): the empty mirror first, then the admin presses "Sync now" and
+// sees it finish, opens the tree, a document with its degradation badge
+// and backlink, searches, runs the doctor. axe on the page, light and dark.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { cookieOf, expectNoAxeViolations, gql, launchBrowser, openSession, screenshot, signIn, startServer, type Session, type TrellisServer } from './harness';
+
+const ROOT = '11111111-1111-1111-1111-111111111111';
+const CHILD = '22222222-2222-2222-2222-222222222222';
+const EDITED = '2026-12-01T10:00:00.000Z';
+
+function page(id: string, title: string, parent: unknown) {
+  return {
+    object: 'page',
+    id,
+    created_time: EDITED,
+    last_edited_time: EDITED,
+    in_trash: false,
+    archived: false,
+    parent,
+    url: `https://www.notion.so/${title}-${id.replace(/-/g, '')}`,
+    properties: { title: { id: 'title', type: 'title', title: [{ type: 'text', text: { content: title }, plain_text: title }] } },
+  };
+}
+
+/** Notion as the mirror reads it: search, each page's markdown, the token check. */
+class FakeNotion {
+  private server: Server = createServer((request, response) => void this.handle(request, response));
+  url = '';
+  readonly requests: string[] = [];
+
+  async start(): Promise<this> {
+    await new Promise<void>((done) => this.server.listen(0, '127.0.0.1', done));
+    const address = this.server.address();
+    if (!address || typeof address === 'string') throw new Error('no address');
+    this.url = `http://127.0.0.1:${address.port}`;
+    return this;
+  }
+
+  stop(): Promise<void> {
+    return new Promise((done) => this.server.close(() => done()));
+  }
+
+  private json(response: ServerResponse, status: number, body: unknown) {
+    response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+    response.end(JSON.stringify(body));
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse) {
+    const url = new URL(request.url ?? '/', this.url);
+    this.requests.push(`${request.method} ${url.pathname}`);
+    for await (const _ of request) void _;
+    if (request.method === 'POST' && url.pathname === '/v1/search') {
+      this.json(response, 200, {
+        object: 'list',
+        results: [page(CHILD, 'Roadmap', { type: 'page_id', page_id: ROOT }), page(ROOT, 'Handbook', { type: 'workspace', workspace: true })],
+        has_more: false,
+        next_cursor: null,
+      });
+      return;
+    }
+    const markdown = /^\/v1\/pages\/([0-9a-f-]+)\/markdown$/.exec(url.pathname);
+    if (request.method === 'GET' && markdown) {
+      const id = markdown[1].replace(/-/g, '');
+      const body =
+        id === ROOT.replace(/-/g, '')
+          ? `Welcome to the handbook.\n\nSee the [Roadmap](https://www.notion.so/Roadmap-${CHILD.replace(/-/g, '')}).\n\n<unknown url="https://www.notion.so/Handbook-${id}#77777777777777777777777777777777" alt="synced_block"/>\n`
+          : 'The quarterly plan: ship the docs browser.\n';
+      this.json(response, 200, { object: 'page_markdown', id: markdown[1], markdown: body, truncated: false, unknown_block_ids: [] });
+      return;
+    }
+    if (request.method === 'GET' && url.pathname === '/v1/users/me') {
+      this.json(response, 200, { object: 'user', id: '99999999-9999-9999-9999-999999999999', type: 'bot', name: 'e2e' });
+      return;
+    }
+    this.json(response, 404, { object: 'error', status: 404, code: 'object_not_found', message: 'not here' });
+  }
+}
+
+let notion: FakeNotion;
+let server: TrellisServer;
+let browser: Browser;
+let session: Session;
+let page_: Page;
+
+beforeAll(async () => {
+  [notion, browser] = await Promise.all([new FakeNotion().start(), launchBrowser()]);
+  server = await startServer({
+    TRELLIS_NOTION_TOKEN: 'secret_e2e',
+    TRELLIS_NOTION_API_URL: notion.url,
+    TRELLIS_NOTION_QPS: '1000',
+    TRELLIS_DOCS_SYNC_INTERVAL: '0',
+  });
+  session = await openSession(browser, server);
+  page_ = session.page;
+  await signIn(page_);
+});
+
+afterAll(async () => {
+  await session?.context.close();
+  await browser?.close();
+  await server?.stop();
+  await notion?.stop();
+});
+
+describe('docs page', () => {
+  test('the empty mirror says so, and passes axe', async () => {
+    await page_.goto('/docs');
+    await page_.getByRole('heading', { level: 2, name: 'The Notion mirror is empty' }).waitFor();
+    await page_.getByText('No sync has run yet.').waitFor();
+    await expectNoAxeViolations(page_, 'the docs page, empty');
+  });
+
+  test('sync now, then the tree, a document, search and the doctor', async () => {
+    await page_.getByRole('button', { name: 'Sync now' }).click();
+    await page_.getByText('The sync finished.').waitFor({ timeout: 30_000 });
+    expect(notion.requests).toContain('POST /v1/search');
+    // The runs and the tree read again.
+    await page_.locator('.run-status', { hasText: 'succeeded' }).first().waitFor();
+    // The tree: Handbook is a folder (it has a child page); keyboard opens it.
+    const expand = page_.getByRole('button', { name: 'Expand Handbook' });
+    await expand.focus();
+    await page_.keyboard.press('Enter');
+    await page_.getByRole('link', { name: 'Roadmap' }).waitFor();
+    expect(await page_.getByRole('button', { name: 'Collapse Handbook' }).getAttribute('aria-expanded')).toBe('true');
+    // The live progress reached its last step.
+    expect(await page_.getByRole('list', { name: 'Sync progress' }).textContent()).toContain('Finished');
+    await expectNoAxeViolations(page_, 'the docs page after a sync');
+    await screenshot(page_, 'docs-desktop-light');
+
+    await page_.getByRole('link', { name: 'Handbook' }).first().click();
+    await page_.getByRole('heading', { level: 1, name: 'Handbook' }).waitFor();
+    expect(page_.url()).toContain('/docs/notion/');
+    await page_.getByText('Welcome to the handbook.').waitFor();
+    expect(await page_.locator('.doc-body .degraded').count()).toBeGreaterThan(0);
+    await page_.getByRole('note', { name: 'Degradations' }).waitFor();
+    // The frontmatter's online URL opens outside, without a referrer.
+    expect(await page_.getByRole('link', { name: /^https:\/\/www\.notion\.so\/Handbook/ }).getAttribute('rel')).toBe('noopener noreferrer');
+    // The link to the other page leads to its document, under /docs.
+    await page_.locator('.doc-body').getByRole('link', { name: 'Roadmap' }).click();
+    await page_.getByRole('heading', { level: 1, name: 'Roadmap' }).waitFor();
+    expect(new URL(page_.url()).pathname.startsWith('/docs/notion/')).toBe(true);
+    await page_.getByRole('heading', { level: 2, name: 'Backlinks' }).waitFor();
+    await page_.locator('section[aria-labelledby="backlinks"]').getByRole('link', { name: 'Handbook' }).click();
+    await page_.getByRole('heading', { level: 1, name: 'Handbook' }).waitFor();
+    await expectNoAxeViolations(page_, 'a document');
+    await screenshot(page_, 'docs-document-light');
+
+    await page_.goto('/docs');
+    await page_.getByLabel('Search the documents').fill('quarterly');
+    await page_.keyboard.press('Enter');
+    const results = page_.getByRole('list', { name: 'Search results' });
+    await results.getByRole('link', { name: 'Roadmap' }).waitFor();
+    expect(await results.locator('mark').count()).toBeGreaterThan(0);
+
+    await page_.getByRole('button', { name: 'Run the doctor' }).click();
+    await page_.locator('.doctor td.mono').first().waitFor();
+    await expectNoAxeViolations(page_, 'the docs page with search and doctor');
+    expect(session.foreign).toEqual([]);
+    expect(session.problems).toEqual([]);
+  });
+
+  test('members see the documents and runs, without the admin buttons', async () => {
+    await gql(server, 'mutation($input: CreateUserInput!) { createUser(input: $input) { id } }', { input: { username: 'bob', password: 'bob-password-long-enough', role: 'MEMBER' } }, await cookieOf(session.context));
+    const member = await openSession(browser, server);
+    await signIn(member.page, { username: 'bob', password: 'bob-password-long-enough' });
+    await member.page.goto('/docs');
+    await member.page.getByRole('link', { name: 'Handbook' }).waitFor();
+    await member.page.locator('.run-status').first().waitFor();
+    expect(await member.page.getByRole('button', { name: 'Sync now' }).count()).toBe(0);
+    expect(await member.page.getByRole('button', { name: 'Run the doctor' }).count()).toBe(0);
+    await expectNoAxeViolations(member.page, 'the docs page, member');
+    await member.context.close();
+  });
+
+  test('dark theme passes axe too', async () => {
+    const dark = await openSession(browser, server, { colorScheme: 'dark' });
+    await dark.context.addCookies(await session.context.cookies());
+    await dark.page.goto('/docs');
+    await dark.page.getByRole('heading', { level: 2, name: 'Sync runs' }).waitFor();
+    await dark.page.locator('.run-status').first().waitFor();
+    await expectNoAxeViolations(dark.page, 'the docs page, dark');
+    await screenshot(dark.page, 'docs-desktop-dark');
+    await dark.context.close();
+  });
+});
