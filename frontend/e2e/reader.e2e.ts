@@ -137,6 +137,8 @@ describe('reader', () => {
     await page.goto('/read');
     await page.getByRole('option', { name: /Story 1/ }).waitFor();
     publisher.add(1, 'Late');
+    // The sidebar may render after the list: wait for the feed's line.
+    await page.locator('.feed-line a').first().waitFor();
     const feedId = await page.evaluate(() => document.querySelector('.feed-line a')?.getAttribute('href')?.split('/').pop());
     await gql(server, 'mutation($id: ID!) { refreshFeed(id: $id) { id } }', { id: feedId }, cookie);
     // The pull is announced live, without reloading the list.
