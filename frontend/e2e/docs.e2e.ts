@@ -68,7 +68,7 @@ class FakeNotion {
       const body =
         id === ROOT.replace(/-/g, '')
           ? `Welcome to the handbook.\n\nSee the [Roadmap](https://www.notion.so/Roadmap-${CHILD.replace(/-/g, '')}).\n\n<unknown url="https://www.notion.so/Handbook-${id}#77777777777777777777777777777777" alt="synced_block"/>\n`
-          : 'The quarterly plan: ship the docs browser.\n';
+          : 'The quarterly plan: ship the docs browser.\n\n<img src="x.png" onerror="window.__ran = 1"><script>window.__ran = 2</script>\n';
       this.json(response, 200, { object: 'page_markdown', id: markdown[1], markdown: body, truncated: false, unknown_block_ids: [] });
       return;
     }
@@ -143,6 +143,10 @@ describe('docs page', () => {
     await page_.locator('.doc-body').getByRole('link', { name: 'Roadmap' }).click();
     await page_.getByRole('heading', { level: 1, name: 'Roadmap' }).waitFor();
     expect(new URL(page_.url()).pathname.startsWith('/docs/notion/')).toBe(true);
+    await page_.getByText('The quarterly plan').waitFor();
+    // Raw HTML in a body is sanitized in the browser: nothing of it runs.
+    expect(await page_.locator('.doc-body script, .doc-body [onerror]').count()).toBe(0);
+    expect(await page_.evaluate(() => (window as unknown as { __ran?: number }).__ran)).toBeUndefined();
     await page_.getByRole('heading', { level: 2, name: 'Backlinks' }).waitFor();
     await page_.locator('section[aria-labelledby="backlinks"]').getByRole('link', { name: 'Handbook' }).click();
     await page_.getByRole('heading', { level: 1, name: 'Handbook' }).waitFor();
@@ -160,7 +164,11 @@ describe('docs page', () => {
     await page_.locator('.doctor td.mono').first().waitFor();
     await expectNoAxeViolations(page_, 'the docs page with search and doctor');
     expect(session.foreign).toEqual([]);
-    expect(session.problems).toEqual([]);
+    // Chromium reports the hostile body's inline handler as DOMPurify
+    // parses it in its inert document (the CSP blocks it there, and nothing
+    // of it reaches the page: checked above); nothing else may show.
+    const blockedHandlers = session.problems.filter((problem) => problem.startsWith('csp: Executing inline event handler'));
+    expect(session.problems.filter((problem) => !blockedHandlers.includes(problem))).toEqual([]);
   });
 
   test('members see the documents and runs, without the admin buttons', async () => {
@@ -174,6 +182,19 @@ describe('docs page', () => {
     expect(await member.page.getByRole('button', { name: 'Run the doctor' }).count()).toBe(0);
     await expectNoAxeViolations(member.page, 'the docs page, member');
     await member.context.close();
+  });
+
+  test('phone: the page fits and passes axe', async () => {
+    const phone = await openSession(browser, server, { width: 390, height: 844 });
+    await phone.context.addCookies(await session.context.cookies());
+    await phone.page.goto('/docs');
+    await phone.page.getByRole('link', { name: 'Handbook' }).waitFor();
+    await phone.page.locator('.run-status').first().waitFor();
+    const overflow = await phone.page.evaluate(() => document.querySelector('.page')!.scrollWidth - document.querySelector('.page')!.clientWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    await expectNoAxeViolations(phone.page, 'the docs page, phone');
+    await screenshot(phone.page, 'docs-phone-light');
+    await phone.context.close();
   });
 
   test('dark theme passes axe too', async () => {

@@ -4,7 +4,7 @@
 // with live progress and the doctor. Everything comes from the docs
 // mirror's GraphQL.
 import { useSignal } from '@preact/signals';
-import { useEffect } from 'preact/hooks';
+import { useEffect, useMemo } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
 import { mutate, query, subscribe } from '../api/client';
 import {
@@ -142,6 +142,10 @@ function DocView({ path }: { path: string }) {
     void load();
   }, [path]);
 
+  // Parsed and sanitized once per body, not on every render.
+  const markdown = doc.value?.markdown;
+  const body = useMemo(() => (markdown === null || markdown === undefined ? null : renderMarkdown(markdown, doc.value!.path)), [markdown, doc.value?.path]);
+
   if (error.value) return <Failed error={error.value} retry={load} />;
   if (doc.value === undefined) return <Loading label="Loading the document…" />;
   if (doc.value === null) return <Empty title="No such document">Nothing in the mirror lies at {path}.</Empty>;
@@ -190,10 +194,10 @@ function DocView({ path }: { path: string }) {
           ))}
         </div>
       )}
-      {d.markdown === null || d.markdown === undefined ? (
+      {body === null ? (
         <p class="hint">This entry has no body (a folder, or a file missing on disk).</p>
       ) : (
-        <div class="content doc-body" dangerouslySetInnerHTML={{ __html: renderMarkdown(d.markdown, d.path) }} />
+        <div class="content doc-body" dangerouslySetInnerHTML={{ __html: body }} />
       )}
       <section aria-labelledby="backlinks">
         <h2 id="backlinks">Backlinks</h2>
