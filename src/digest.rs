@@ -18,6 +18,12 @@ pub fn sha256_hex(parts: &[&str]) -> String {
 
 /// Lower-case hex SHA-256 of raw bytes (downloaded files: the docs
 /// mirror's content-addressed assets).
+/// Whether `a` and `b` are equal, compared in time independent of where
+/// the first difference is (for secrets: signatures, tags, MACs).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 pub fn sha256_hex_bytes(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }

@@ -130,13 +130,7 @@ impl ReaderAccounts {
         let expected = self.google_token(user, &credential.password_hash);
         let presented = format!("{}/{tag}", user.simple());
         // Compare in constant time: the tag is a secret.
-        let matches = expected.len() == presented.len()
-            && expected
-                .bytes()
-                .zip(presented.bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0;
-        if matches {
+        if crate::digest::constant_time_eq(expected.as_bytes(), presented.as_bytes()) {
             Ok(user)
         } else {
             Err(AppError::Unauthenticated("invalid token"))

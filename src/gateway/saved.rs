@@ -183,15 +183,10 @@ pub fn open(secret: &ServerSecret, origin: &str, bytes: &[u8]) -> Result<SavedMa
         saved_at: envelope.saved_at,
         manifest: envelope.manifest,
     };
-    if !same(mac(secret, &signed).as_bytes(), envelope.mac.as_bytes()) {
+    if !crate::digest::constant_time_eq(mac(secret, &signed).as_bytes(), envelope.mac.as_bytes()) {
         return Err(Rejected::BadMac);
     }
     Ok(signed.manifest)
-}
-
-/// Compares in time independent of where the first difference is.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Loads the saved manifest from `dir` (none, or rejected: logged), then
