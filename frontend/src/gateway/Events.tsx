@@ -14,7 +14,7 @@ import {
 } from '../gql/graphql';
 import { Empty, errorText, Failed, Loading } from '../ui/states';
 import { EVENT_STATUS, EVENT_STATUSES, PROVIDER_NAME, actionText, applyEventUpdate, canRetryOrDismiss } from './labels';
-import { Notice, TableScroll, StatusPill, When, type NoticeState, type Paged } from './parts';
+import { ListMore, Notice, TableScroll, StatusPill, When, type NoticeState, type Paged } from './parts';
 
 type Event = GatewayEventFieldsFragment;
 const PAGE = 25;
@@ -196,16 +196,14 @@ export function Events({ generation }: { generation: number }) {
               </tbody>
             </table>
           </TableScroll>
-          <p class="row list-more">
-            <span class="hint">
-              {current.nodes.length} of {current.totalCount}
-            </span>
-            {current.hasNextPage && (
-              <button type="button" class="btn" disabled={more.value} onClick={loadMore}>
-                {more.value ? 'Loading…' : 'Show older events'}
-              </button>
-            )}
-          </p>
+          <ListMore
+            shown={current.nodes.length}
+            total={current.totalCount}
+            hasMore={current.hasNextPage}
+            loading={more.value}
+            label="Show older events"
+            onMore={loadMore}
+          />
         </>
       )}
     </section>

@@ -6,7 +6,7 @@ import { query } from '../api/client';
 import { GatewayReceiptsDocument, type GatewayReceiptsQuery } from '../gql/graphql';
 import { Empty, errorText, Failed, Loading } from '../ui/states';
 import { PROVIDER_NAME, actionText } from './labels';
-import { Notice, TableScroll, When, type NoticeState, type Paged } from './parts';
+import { ListMore, Notice, TableScroll, When, type NoticeState, type Paged } from './parts';
 
 type Receipt = GatewayReceiptsQuery['receipts']['nodes'][number];
 const PAGE = 25;
@@ -89,16 +89,14 @@ export function Receipts({ generation }: { generation: number }) {
               </tbody>
             </table>
           </TableScroll>
-          <p class="row list-more">
-            <span class="hint">
-              {current.nodes.length} of {current.totalCount}
-            </span>
-            {current.hasNextPage && (
-              <button type="button" class="btn" disabled={more.value} onClick={loadMore}>
-                {more.value ? 'Loading…' : 'Show older receipts'}
-              </button>
-            )}
-          </p>
+          <ListMore
+            shown={current.nodes.length}
+            total={current.totalCount}
+            hasMore={current.hasNextPage}
+            loading={more.value}
+            label="Show older receipts"
+            onMore={loadMore}
+          />
         </>
       )}
     </section>

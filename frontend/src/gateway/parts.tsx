@@ -2,26 +2,29 @@
 import type { ComponentChildren } from 'preact';
 import type { StatusLook } from './labels';
 
-export interface NoticeState {
-  ok?: string;
-  error?: string;
-}
+export { Notice, type NoticeState } from '../ui/notice';
 
-/** The outcome of the last action: an alert for an error, a status line for success. */
-export function Notice({ state }: { state: NoticeState }) {
-  if (state.error)
-    return (
-      <p class="alert error" role="alert">
-        {state.error}
-      </p>
-    );
-  if (state.ok)
-    return (
-      <p class="alert ok" role="status">
-        {state.ok}
-      </p>
-    );
-  return null;
+/** The foot of a paged list: how many are shown, and a button for more. */
+export function ListMore({ shown, total, hasMore, loading, label, onMore }: {
+  shown: number;
+  total: number;
+  hasMore: boolean;
+  loading: boolean;
+  label: string;
+  onMore: () => void;
+}) {
+  return (
+    <p class="row list-more">
+      <span class="hint">
+        {shown} of {total}
+      </span>
+      {hasMore && (
+        <button type="button" class="btn" disabled={loading} onClick={onMore}>
+          {loading ? 'Loading…' : label}
+        </button>
+      )}
+    </p>
+  );
 }
 
 /** A moment, in the reader's locale, with the exact time for machines. */

@@ -15,6 +15,7 @@ import {
 import { DEFAULT_BINDINGS, bindings, conflicts, normalizeKeys } from '../keyboard/keymap';
 import { defaultPrefs, prefs, setPrefs, type ArticleFont, type Theme } from '../state/prefs';
 import { errorText, Failed, Loading } from '../ui/states';
+import { Notice } from '../ui/notice';
 import { keyLabel } from '../reader/Help';
 
 const SECTIONS = [
@@ -25,21 +26,6 @@ const SECTIONS = [
   ['keyboard', 'Keyboard'],
 ] as const;
 
-function Notice({ state }: { state: { ok?: string; error?: string } }) {
-  if (state.error)
-    return (
-      <p class="alert error" role="alert">
-        {state.error}
-      </p>
-    );
-  if (state.ok)
-    return (
-      <p class="alert ok" role="status">
-        {state.ok}
-      </p>
-    );
-  return null;
-}
 
 function formValue(event: Event, name: string): string {
   return String(new FormData(event.currentTarget as HTMLFormElement).get(name) ?? '');
