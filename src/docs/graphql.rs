@@ -2,13 +2,12 @@
 //! read the mirror; admins also configure and sync it.
 
 use async_graphql::{
-    Context, InputObject, Json, MaybeUndefined, Object, SimpleObject, Subscription,
+    Context, InputObject, MaybeUndefined, Object, SimpleObject, Subscription,
     connection::{Connection, CursorType, Edge, OpaqueCursor},
 };
 use chrono::{DateTime, Utc};
 use entity::{docs_document, docs_sync_run};
 use futures_util::Stream;
-use serde_json::Value;
 
 use super::adapter::Platform;
 use super::doctor::{self, CheckStatus};
@@ -21,6 +20,7 @@ use crate::{
     error::AppError,
     graphql::{
         context::ContextExt,
+        json::Json,
         pagination::{KeysetConnection, PageRequest},
         subscription::follow,
     },
@@ -504,7 +504,7 @@ pub struct DocSyncRun {
     pub finished_at: Option<DateTime<Utc>>,
     /// The run's counters (documents fetched, skipped, written; assets;
     /// degradations by kind; errors…).
-    pub stats: Json<Value>,
+    pub stats: Json,
     /// What it changed, by primary id.
     pub changes: DocRunChanges,
     pub error: Option<String>,

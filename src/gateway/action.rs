@@ -50,8 +50,10 @@ impl ActionKind {
     }
 }
 
-/// One action with its value.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One action with its value. (Read back with [`Action::from_stored`], not
+/// serde: an internally tagged enum buffers its fields, and a buffered
+/// float arrives as `serde_json`'s number map, see `graphql::json`.)
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "action", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Action {
     Progress { chapters: u32 },

@@ -1,7 +1,7 @@
 //! The gateway's GraphQL: thin resolvers over [`GatewayService`]. Every
 //! field is per user: links, checks and the manifest are the viewer's own.
 
-use async_graphql::{Context, Enum, ID, Json, Object, SimpleObject, Subscription};
+use async_graphql::{Context, Enum, ID, Object, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use futures_util::Stream;
 use serde_json::Value;
@@ -18,6 +18,7 @@ use crate::{
     error::AppError,
     graphql::{
         context::ContextExt,
+        json::Json,
         pagination::{KeysetConnection, PageRequest},
         subscription::follow,
     },
@@ -528,7 +529,7 @@ pub struct ProviderMetadata {
     pub cached: bool,
     /// The provider's answer (AniList: the GraphQL `data`; Kavita: its
     /// JSON).
-    pub payload: Json<Value>,
+    pub payload: Json,
 }
 
 /// Retries or dismisses a parked event; an id that cannot exist names
@@ -606,7 +607,7 @@ impl GatewayEvent {
         ID(self.0.title_id.clone())
     }
     /// The action's value: `{"chapters": 12}`, `{"stars": 4.5}`, `{}`.
-    async fn value(&self) -> Json<Value> {
+    async fn value(&self) -> Json {
         Json(self.0.value.clone())
     }
     async fn occurred_at(&self) -> DateTime<Utc> {
@@ -668,7 +669,7 @@ impl Receipt {
         ID(self.0.title_id.clone())
     }
     /// The read-back that confirmed it (the provider's entry fields).
-    async fn response(&self) -> Json<Value> {
+    async fn response(&self) -> Json {
         Json(serde_json::from_str(&self.0.response).unwrap_or(Value::Null))
     }
     async fn retention(&self) -> ReceiptRetention {

@@ -288,6 +288,8 @@ impl Extension for QueryGuardExtension {
         mut request: Request,
         next: NextPrepareRequest<'_>,
     ) -> ServerResult<Request> {
+        // Numbers in variables keep their text (`graphql::json`).
+        super::json::restore_numbers(&mut request.variables);
         let (document, introspecting) = self.check_document(&request)?;
         self.check_introspection(ctx, &request, &introspecting)?;
         // Parsed once: async-graphql uses this document instead of parsing again.

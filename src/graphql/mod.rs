@@ -6,6 +6,7 @@
 pub mod context;
 pub mod guard;
 pub mod http;
+pub mod json;
 pub mod loaders;
 pub mod pagination;
 pub mod subscription;

@@ -4,14 +4,14 @@
 use std::sync::Arc;
 
 use async_graphql::{
-    ComplexObject, Context, ID, InputObject, Json, Object, SimpleObject, Subscription,
+    ComplexObject, Context, ID, InputObject, Object, SimpleObject, Subscription,
     dataloader::DataLoader,
 };
 use chrono::{DateTime, Utc};
 use entity::task;
 use futures_util::Stream;
 use sea_orm::{ColumnTrait, QueryFilter};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
@@ -25,6 +25,7 @@ use crate::{
     error::{AppError, AppResult},
     graphql::{
         context::ContextExt,
+        json::Json,
         loaders::ById,
         pagination::{KeyValue, Keyset, KeysetConnection, PageRequest, paginate},
         subscription::follow,
@@ -49,9 +50,9 @@ pub struct Task {
     /// Stages committed so far.
     pub stages_done: i32,
     /// Kind-specific progress figures.
-    pub progress: Option<Json<Value>>,
+    pub progress: Option<Json>,
     /// Kind-specific outcome, once succeeded.
-    pub result: Option<Json<Value>>,
+    pub result: Option<Json>,
     /// The last error, when a retry is pending or the task failed.
     pub error: Option<String>,
     pub attempt_count: i32,
@@ -175,7 +176,7 @@ pub struct EventMessage {
     pub id: ID,
     pub topic: String,
     pub aggregate_id: String,
-    pub payload: Json<Value>,
+    pub payload: Json,
     pub created_at: DateTime<Utc>,
 }
 

@@ -5,10 +5,11 @@
 use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 use super::{
     config::Class,
+    ops::decimal_number,
     rules::{self, Aggregate, Aggregation, NodeValue, Source},
 };
 
@@ -236,12 +237,13 @@ fn fold(aggregate: Aggregate, values: impl Iterator<Item = f64>) -> Option<f64> 
     }
 }
 
-/// Integral values as integers (so `2.0` and `2` compare equal as JSON).
+/// Integral values as integers (so `2.0` and `2` compare equal as JSON),
+/// others in the canonical decimal form of `ops::canonical`.
 pub fn number(value: f64) -> Value {
     if value.fract() == 0.0 && value.abs() < 9.0e15 {
         Value::from(value as i64)
     } else {
-        Number::from_f64(value).map_or(Value::Null, Value::Number)
+        decimal_number(value).map_or(Value::Null, Value::Number)
     }
 }
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_graphql::{
-    ComplexObject, Context, Enum, ID, InputObject, Json, Object, SimpleObject, Subscription,
+    ComplexObject, Context, Enum, ID, InputObject, Object, SimpleObject, Subscription,
 };
 use chrono::{DateTime, Utc};
 use entity::{node, resource};
@@ -25,6 +25,7 @@ use crate::{
     error::{AppError, AppResult},
     graphql::{
         context::ContextExt,
+        json::Json,
         pagination::{KeyValue, Keyset, KeysetConnection, PageRequest, paginate},
     },
     jobs::graphql::{Task, parse_id},
@@ -55,7 +56,7 @@ fn object(field: &'static str, value: Value) -> AppResult<Map<String, Value>> {
 #[graphql(complex)]
 pub struct Resource {
     pub id: ID,
-    pub attributes: Json<Value>,
+    pub attributes: Json,
     /// Applied mutations so far.
     pub version: i64,
     /// A delete is in flight.
@@ -109,7 +110,7 @@ pub struct Node {
     /// 0 for a root.
     pub depth: i32,
     /// Computed by the Engine from the node's resources and dependencies.
-    pub properties: Json<Value>,
+    pub properties: Json,
     /// `properties.status`.
     pub status: i32,
     /// max(status, children's aggregated statuses), unless the class patches it.
@@ -296,7 +297,7 @@ pub struct NodeFilter {
 #[derive(InputObject)]
 pub struct ResourceReplacementInput {
     pub id: ID,
-    pub attributes: Json<Value>,
+    pub attributes: Json,
 }
 
 /// A node class as configured.
@@ -486,7 +487,7 @@ async fn submit(
     Ok(Task::from(&enqueued.task))
 }
 
-fn patch_arguments(id: &ID, patch: Json<Value>) -> AppResult<(uuid::Uuid, Map<String, Value>)> {
+fn patch_arguments(id: &ID, patch: Json) -> AppResult<(uuid::Uuid, Map<String, Value>)> {
     Ok((parse_id("id", id)?, object("patch", patch.0)?))
 }
 
@@ -496,7 +497,7 @@ impl NodesMutation {
     async fn create_resource(
         &self,
         ctx: &Context<'_>,
-        attributes: Json<Value>,
+        attributes: Json,
         idempotency_key: String,
     ) -> async_graphql::Result<Task> {
         let attributes = object("attributes", attributes.0)?;
@@ -509,7 +510,7 @@ impl NodesMutation {
         &self,
         ctx: &Context<'_>,
         id: ID,
-        patch: Json<Value>,
+        patch: Json,
         idempotency_key: String,
     ) -> async_graphql::Result<Task> {
         let (resource_id, patch) = patch_arguments(&id, patch)?;
@@ -527,7 +528,7 @@ impl NodesMutation {
         &self,
         ctx: &Context<'_>,
         id: ID,
-        patch: Json<Value>,
+        patch: Json,
         idempotency_key: String,
     ) -> async_graphql::Result<Task> {
         let (resource_id, patch) = patch_arguments(&id, patch)?;
@@ -545,7 +546,7 @@ impl NodesMutation {
         &self,
         ctx: &Context<'_>,
         id: ID,
-        attributes: Json<Value>,
+        attributes: Json,
         others: Option<Vec<ResourceReplacementInput>>,
         idempotency_key: String,
     ) -> async_graphql::Result<Task> {

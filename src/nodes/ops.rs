@@ -33,8 +33,9 @@ pub const MAX_ATTRIBUTES_BYTES: usize = 64 * 1024;
 /// Most resources one Update C replaces.
 pub const MAX_UPDATE_C: usize = 1000;
 
-/// A requested change, as stored in the task's payload.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A requested change, as stored in the task's payload. (Read back by
+/// hand, see the `Deserialize` impl below.)
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "op", rename_all = "camelCase")]
 pub enum Operation {
     /// The new resource's id is its task's id.
@@ -54,6 +55,85 @@ pub enum Operation {
     UpdateC { resources: Vec<Replacement> },
     #[serde(rename = "delete", rename_all = "camelCase")]
     Delete { resource_id: Uuid },
+}
+
+/// Reads the form `Serialize` writes, through [`Operation::from_payload`].
+impl<'de> Deserialize<'de> for Operation {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let fields = Map::<String, Value>::deserialize(deserializer)?;
+        Operation::from_payload(Value::Object(fields)).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Operation {
+    /// A stored payload (`{"op": "updateA", "resourceId": …, "patch": …}`)
+    /// as an operation. The attribute maps are moved out as they are, not
+    /// read through serde's data model: there a float that reads back as
+    /// the same double is written again in another form (`0.0000001` →
+    /// `1e-7`), and the derived form of a tagged enum buffers its fields
+    /// where no integer beyond 64 bits fits, while attributes keep every
+    /// number's text (`docs/nodes.md`). Read payloads with this, not with
+    /// `serde_json::from_value`.
+    pub fn from_payload(payload: Value) -> Result<Self, String> {
+        let Value::Object(mut fields) = payload else {
+            return Err("a request is a JSON object".into());
+        };
+        let op = match fields.remove("op") {
+            Some(Value::String(op)) => op,
+            _ => return Err("a request names its `op`".into()),
+        };
+        let fields = &mut fields;
+        Ok(match op.as_str() {
+            "create" => Operation::Create {
+                attributes: take_object(fields, "attributes")?,
+            },
+            "updateA" => Operation::UpdateA {
+                resource_id: take_uuid(fields, "resourceId")?,
+                patch: take_object(fields, "patch")?,
+            },
+            "updateB" => Operation::UpdateB {
+                resource_id: take_uuid(fields, "resourceId")?,
+                patch: take_object(fields, "patch")?,
+            },
+            "updateC" => {
+                let Some(Value::Array(items)) = fields.remove("resources") else {
+                    return Err("`resources` is a list".into());
+                };
+                let resources = items
+                    .into_iter()
+                    .map(|item| {
+                        let Value::Object(mut item) = item else {
+                            return Err("each of `resources` is an object".to_owned());
+                        };
+                        Ok(Replacement {
+                            id: take_uuid(&mut item, "id")?,
+                            attributes: take_object(&mut item, "attributes")?,
+                        })
+                    })
+                    .collect::<Result<_, String>>()?;
+                Operation::UpdateC { resources }
+            }
+            "delete" => Operation::Delete {
+                resource_id: take_uuid(fields, "resourceId")?,
+            },
+            other => return Err(format!("unknown operation `{other}`")),
+        })
+    }
+}
+
+fn take_object(fields: &mut Map<String, Value>, name: &str) -> Result<Map<String, Value>, String> {
+    match fields.remove(name) {
+        Some(Value::Object(object)) => Ok(object),
+        _ => Err(format!("`{name}` is an object")),
+    }
+}
+
+fn take_uuid(fields: &mut Map<String, Value>, name: &str) -> Result<Uuid, String> {
+    fields
+        .get(name)
+        .and_then(Value::as_str)
+        .and_then(|text| Uuid::parse_str(text).ok())
+        .ok_or_else(|| format!("`{name}` is a UUID"))
 }
 
 /// One resource's new attributes in an Update C.
@@ -109,24 +189,42 @@ impl Operation {
     }
 
     /// The operation with its attribute numbers in one form on every
-    /// backend: a negative zero becomes `0.0`. (PostgreSQL's `jsonb` keeps
-    /// numbers as `numeric`, which has no negative zero, while SQLite keeps
-    /// the text: `-0.0` was `0.0` on one and `-0.0` on the other, in
-    /// stored attributes and in position tokens alike.)
-    pub fn canonical(mut self) -> Self {
-        let maps: Vec<&mut Map<String, Value>> = match &mut self {
-            Operation::Create { attributes } => vec![attributes],
-            Operation::UpdateA { patch, .. } | Operation::UpdateB { patch, .. } => vec![patch],
-            Operation::UpdateC { resources } => resources
-                .iter_mut()
-                .map(|replacement| &mut replacement.attributes)
-                .collect(),
-            Operation::Delete { .. } => vec![],
+    /// backend (`docs/nodes.md`, "Position token"): an integer keeps its
+    /// text however long it is; any other number is written in plain
+    /// decimal notation with a point, from the shortest text that reads
+    /// back as the same double (`1e2` → `100.0`, `1.50` → `1.5`, `1e-7` →
+    /// `0.0000001`); a negative zero is `0.0`. PostgreSQL's `jsonb` keeps a
+    /// number as `numeric`, which keeps such text exactly but rewrites
+    /// exponents and has no negative zero, while SQLite keeps the text as
+    /// sent: in this form both give back what was stored, in attributes and
+    /// in position tokens alike. A number no double can hold (`1e400`) is
+    /// `BAD_USER_INPUT`.
+    pub fn canonical(mut self) -> Result<Self, AppError> {
+        let (field, maps): (&'static str, Vec<&mut Map<String, Value>>) = match &mut self {
+            Operation::Create { attributes } => ("attributes", vec![attributes]),
+            Operation::UpdateA { patch, .. } | Operation::UpdateB { patch, .. } => {
+                ("patch", vec![patch])
+            }
+            Operation::UpdateC { resources } => (
+                "resources",
+                resources
+                    .iter_mut()
+                    .map(|replacement| &mut replacement.attributes)
+                    .collect(),
+            ),
+            Operation::Delete { .. } => ("resourceId", vec![]),
         };
         for map in maps {
-            map.values_mut().for_each(canonical_numbers);
+            for value in map.values_mut() {
+                canonical_numbers(value).map_err(|text| {
+                    AppError::bad_input(
+                        field,
+                        format!("the number `{}` is out of range", clip(&text)),
+                    )
+                })?;
+            }
         }
-        self
+        Ok(self)
     }
 
     /// Checks the request against the configuration; an error names the
@@ -187,20 +285,80 @@ pub fn queue_of(kind: &str) -> Option<Queue> {
 }
 
 /// Replaces every negative zero in `value` by `0.0`, in place.
-fn canonical_numbers(value: &mut Value) {
+/// Rewrites every number in `value` to its canonical text; the error is
+/// the text of a number out of a double's range.
+fn canonical_numbers(value: &mut Value) -> Result<(), String> {
     match value {
         Value::Number(number) => {
-            if number
-                .as_f64()
-                .is_some_and(|n| n == 0.0 && n.is_sign_negative())
-                && number.is_f64()
-            {
-                *number = serde_json::Number::from_f64(0.0).expect("0.0 is finite");
+            if let Some(text) = canonical_number(number.as_str())? {
+                *number = serde_json::from_str(&text).expect("a canonical number is JSON");
             }
+            Ok(())
         }
-        Value::Array(items) => items.iter_mut().for_each(canonical_numbers),
-        Value::Object(fields) => fields.values_mut().for_each(canonical_numbers),
-        Value::Null | Value::Bool(_) | Value::String(_) => {}
+        Value::Array(items) => items.iter_mut().try_for_each(canonical_numbers),
+        Value::Object(fields) => fields.values_mut().try_for_each(canonical_numbers),
+        Value::Null | Value::Bool(_) | Value::String(_) => Ok(()),
+    }
+}
+
+/// The canonical text of a JSON number, or `None` when `text` is already
+/// canonical.
+fn canonical_number(text: &str) -> Result<Option<String>, String> {
+    let integer = !text.contains(['.', 'e', 'E']);
+    if integer && text != "-0" {
+        return Ok(None);
+    }
+    let double: f64 = text.parse().map_err(|_| text.to_owned())?;
+    if !double.is_finite() {
+        return Err(text.to_owned());
+    }
+    let canonical = plain_decimal(double);
+    Ok((canonical != text).then_some(canonical))
+}
+
+/// A computed double as a JSON number in the same canonical form as a sent
+/// one (`None` for infinities and NaN).
+pub fn decimal_number(double: f64) -> Option<serde_json::Number> {
+    double
+        .is_finite()
+        .then(|| serde_json::from_str(&plain_decimal(double)).expect("a plain decimal is JSON"))
+}
+
+/// A finite double in positional notation with at least one digit after
+/// the point, from its shortest round-trip digits: `1e20` →
+/// `100000000000000000000.0`, `1.5e-7` → `0.00000015`, `-0.0` → `0.0`.
+fn plain_decimal(double: f64) -> String {
+    if double == 0.0 {
+        return "0.0".to_owned();
+    }
+    // `{:e}` writes the shortest digits that read back as `double`.
+    let scientific = format!("{:e}", double.abs());
+    let (mantissa, exponent) = scientific
+        .split_once('e')
+        .expect("`{:e}` always writes an exponent");
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let exponent: i64 = exponent.parse().expect("`{:e}` writes an integer exponent");
+    // How many digits stand before the point.
+    let point = exponent + 1;
+    let count = digits.len() as i64;
+    let sign = if double < 0.0 { "-" } else { "" };
+    if point <= 0 {
+        let zeros = "0".repeat((-point) as usize);
+        format!("{sign}0.{zeros}{digits}")
+    } else if point >= count {
+        let zeros = "0".repeat((point - count) as usize);
+        format!("{sign}{digits}{zeros}.0")
+    } else {
+        let (whole, fraction) = digits.split_at(point as usize);
+        format!("{sign}{whole}.{fraction}")
+    }
+}
+
+/// At most 40 characters of a number for an error message.
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(40) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
     }
 }
 
@@ -291,7 +449,7 @@ mod tests {
         let payload = serde_json::to_value(&op).unwrap();
         assert_eq!(payload["op"], "updateA");
         assert_eq!(payload["resourceId"], Uuid::nil().to_string());
-        assert_eq!(serde_json::from_value::<Operation>(payload).unwrap(), op);
+        assert_eq!(Operation::from_payload(payload).unwrap(), op);
         assert_eq!(op.queue(), Queue::Short);
         assert_eq!(
             Operation::UpdateC { resources: vec![] }.queue(),
@@ -310,7 +468,8 @@ mod tests {
                 .unwrap(),
             ),
         }
-        .canonical();
+        .canonical()
+        .unwrap();
         let written = text(&create);
         assert!(!written.contains("-0"), "{written}");
         assert!(written.contains(r#""region":0.0"#), "{written}");
@@ -326,8 +485,85 @@ mod tests {
                 attributes: object(serde_json::from_str(r#"{"a": -0.0}"#).unwrap()),
             }],
         }
-        .canonical();
+        .canonical()
+        .unwrap();
         assert!(text(&replace).contains(r#""a":0.0"#));
+    }
+
+    #[test]
+    fn integers_keep_their_text_and_other_numbers_are_plain_decimals() {
+        let canonical = |text: &str| {
+            let attributes = object(serde_json::from_str(&format!(r#"{{"n": {text}}}"#)).unwrap());
+            Operation::UpdateB {
+                resource_id: Uuid::nil(),
+                patch: attributes,
+            }
+            .canonical()
+            .map(|op| match op {
+                Operation::UpdateB { patch, .. } => patch["n"].to_string(),
+                _ => unreachable!(),
+            })
+        };
+        for (sent, kept) in [
+            ("100000000000000000000", "100000000000000000000"),
+            (
+                "-340282366920938463463374607431768211457",
+                "-340282366920938463463374607431768211457",
+            ),
+            ("0", "0"),
+            ("-0", "0.0"),
+            ("-0.0", "0.0"),
+            ("1", "1"),
+            ("1.0", "1.0"),
+            ("1.50", "1.5"),
+            ("1e2", "100.0"),
+            ("1E+2", "100.0"),
+            ("2.5", "2.5"),
+            ("-2.5e-3", "-0.0025"),
+            ("1e-7", "0.0000001"),
+            ("1.5e-7", "0.00000015"),
+            ("1e20", "100000000000000000000.0"),
+            ("123.456e1", "1234.56"),
+            ("0.30000000000000004", "0.30000000000000004"),
+            (
+                "1.7976931348623157e308",
+                &format!("17976931348623157{}.0", "0".repeat(292)),
+            ),
+        ] {
+            assert_eq!(canonical(sent).unwrap(), kept, "{sent}");
+        }
+        // The stored payload reads back, whatever the integers' size
+        // (serde's buffered enum form could hold none beyond 64 bits).
+        for text in [
+            "-123456789012345678901234567890",
+            "340282366920938463463374607431768211457",
+        ] {
+            let op = Operation::UpdateA {
+                resource_id: Uuid::nil(),
+                patch: object(
+                    serde_json::from_str(&format!(r#"{{"n": {text}, "m": [{text}]}}"#)).unwrap(),
+                ),
+            };
+            let payload = serde_json::to_value(&op).unwrap();
+            assert_eq!(Operation::from_payload(payload.clone()).unwrap(), op);
+            let written = payload.to_string();
+            assert_eq!(serde_json::from_str::<Operation>(&written).unwrap(), op);
+        }
+        // Floats keep their canonical text on the way back too.
+        let op = Operation::Create {
+            attributes: object(serde_json::from_str(r#"{"t": 1e-7, "u": 1e20}"#).unwrap()),
+        }
+        .canonical()
+        .unwrap();
+        let payload = serde_json::to_value(&op).unwrap();
+        let back = Operation::from_payload(payload).unwrap();
+        assert_eq!(
+            serde_json::to_string(&back).unwrap(),
+            r#"{"op":"create","attributes":{"t":0.0000001,"u":100000000000000000000.0}}"#
+        );
+        let error = canonical("1e400").unwrap_err();
+        assert_eq!(error.code(), "BAD_USER_INPUT");
+        assert!(error.to_string().contains("out of range"), "{error}");
     }
 
     #[test]

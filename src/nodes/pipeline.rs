@@ -128,8 +128,8 @@ impl TaskHandler for ResourceTask {
         let report = match run.name {
             "accept" if self.kind == ops::RECONCILE_KIND => json!({ "operation": "reconcile" }),
             "accept" => {
-                let operation: Operation = serde_json::from_value(run.task.payload.clone())
-                    .map_err(|error| {
+                let operation =
+                    Operation::from_payload(run.task.payload.clone()).map_err(|error| {
                         StageError::Fail(format!("invalid resource request: {error}"))
                     })?;
                 operation
@@ -229,7 +229,7 @@ fn stored_progress(run: &StageRun<'_>) -> Value {
 
 /// The resources a task is about (a create's resource has the task's id).
 pub fn resource_ids(task: &task::Model) -> Vec<String> {
-    match serde_json::from_value::<Operation>(task.payload.clone()) {
+    match Operation::from_payload(task.payload.clone()) {
         Ok(Operation::Create { .. }) => vec![task.id.to_string()],
         Ok(operation) => operation
             .targets()

@@ -134,7 +134,7 @@ impl NodesService {
         operation: Operation,
         idempotency_key: String,
     ) -> AppResult<Enqueued> {
-        let operation = operation.canonical();
+        let operation = operation.canonical()?;
         let payload = serde_json::to_value(&operation).map_err(AppError::internal)?;
         let mut new = NewTask::new(operation.kind(), operation.queue(), payload);
         new.owner_id = Some(viewer.user_id);

@@ -94,7 +94,7 @@ pub async fn apply_mutations(
         .await?;
     let now = Utc::now();
     for request in pending {
-        let outcome = match serde_json::from_value::<Operation>(request.payload.clone()) {
+        let outcome = match Operation::from_payload(request.payload.clone()) {
             Ok(operation) => apply_one(txn, request.id, &operation).await?,
             Err(error) => Err(format!("the request is unreadable: {error}")),
         };

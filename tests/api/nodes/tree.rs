@@ -20,6 +20,7 @@ crate::on_both_backends!(
     dashboard_sees_a_leaf_change_climb_to_the_root,
     tree_fields_of_many_nodes_agree_with_the_tree,
     a_negative_zero_is_one_token_on_every_backend,
+    numbers_round_trip_with_their_text_over_graphql_and_http,
 );
 
 async fn resources_build_the_tree_and_orphans_are_pruned(backend: Backend) {
@@ -425,7 +426,84 @@ async fn a_negative_zero_is_one_token_on_every_backend(backend: Backend) {
         .clone();
     assert_eq!(region, ["0.0"], "{tree:#?}");
     assert!(tree.contains_key(&chain(&["0.0", "a"])));
-    let text = app
+    let text = attributes_text(&ops, &id).await;
+    assert!(text.contains(r#""region":0.0"#), "{text}");
+    assert!(text.contains(r#""load":[0.0,1.0]"#), "{text}");
+    assert!(!text.contains("-0"), "{text}");
+}
+
+/// An integer beyond 64 bits stays that integer (not `1e+20`) and makes
+/// its token from what was sent; other numbers take the canonical decimal
+/// form on both backends, through GraphQL variables and HTTP bodies alike.
+async fn numbers_round_trip_with_their_text_over_graphql_and_http(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let ops = Client::new(&app).await;
+    // Parsed from text: no Rust integer holds these.
+    let attributes: Value = serde_json::from_str(
+        r#"{"region": 100000000000000000000, "zone": 1e2, "health": 0,
+            "big": -123456789012345678901234567890, "ratio": 2.50, "tiny": 1e-7}"#,
+    )
+    .unwrap();
+    let id = ops.create(attributes).await;
+    let tree = ops.tree().await;
+    assert!(
+        tree.contains_key(&chain(&["100000000000000000000", "100.0"])),
+        "{:?}",
+        tree.keys().collect::<Vec<_>>()
+    );
+    let text = attributes_text(&ops, &id).await;
+    for kept in [
+        r#""region":100000000000000000000"#,
+        r#""zone":100.0"#,
+        r#""big":-123456789012345678901234567890"#,
+        r#""ratio":2.5"#,
+        r#""tiny":0.0000001"#,
+    ] {
+        assert!(text.contains(kept), "{kept} in {text}");
+    }
+
+    // Over HTTP, a raw body with a longer integer still.
+    let body = r#"{"patch": {"big": 340282366920938463463374607431768211457000}}"#;
+    let response = app
+        .client
+        .post(app.url(&format!("/resources/{id}/update-a")))
+        .bearer_auth(&ops.token)
+        .header("content-type", "application/json")
+        .header("Idempotency-Key", "big-1")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    let task: Value = response.json().await.unwrap();
+    let done =
+        crate::jobs::wait_terminal(&app, &ops.token, task["task_id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "SUCCEEDED", "{done}");
+    let text = attributes_text(&ops, &id).await;
+    assert!(
+        text.contains(r#""big":340282366920938463463374607431768211457000"#),
+        "{text}"
+    );
+
+    // A number no double holds is refused, with the field named.
+    let refused = app
+        .client
+        .post(app.url(&format!("/resources/{id}/update-a")))
+        .bearer_auth(&ops.token)
+        .header("content-type", "application/json")
+        .header("Idempotency-Key", "big-2")
+        .body(r#"{"patch": {"ratio": 1e400}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    let error: Value = refused.json().await.unwrap();
+    assert!(error.to_string().contains("out of range"), "{error}");
+}
+
+/// A resource's attributes as the response's text (numbers as written).
+async fn attributes_text(ops: &Client<'_>, id: &str) -> String {
+    ops.app
         .gql(
             "query($id: ID!) { resource(id: $id) { attributes } }",
             json!({ "id": id }),
@@ -434,8 +512,5 @@ async fn a_negative_zero_is_one_token_on_every_backend(backend: Backend) {
         .send()
         .await
         .body
-        .to_string();
-    assert!(text.contains(r#""region":0.0"#), "{text}");
-    assert!(text.contains(r#""load":[0.0,1.0]"#), "{text}");
-    assert!(!text.contains("-0"), "{text}");
+        .to_string()
 }
