@@ -2,9 +2,10 @@
 //! user back after its consent page. The signed-in user (session cookie)
 //! must be the one who started the link; the `state` is consumed whatever
 //! happens. A finished link redirects (303) to the web client's settings
-//! page; a refusal is our JSON error with its status (400 unknown, used or
-//! expired state, 401 signed out, 403 another user's state, 502 when the
-//! provider refused the code).
+//! page; a refusal has its status (400 unknown, used or expired state, 401
+//! signed out, 403 another user's state, 502 when the provider refused the
+//! code) and is a page for a browser, our JSON error for anyone else
+//! (`http::refusal`).
 
 use axum::{
     Router,
@@ -18,7 +19,13 @@ use reqwest::StatusCode;
 use super::{provider::ProviderKind, service::GatewayService};
 use crate::{
     error::{AppError, AppResult},
-    http::{Web, client::RequestMeta, path::PathParam, query::Query},
+    http::{
+        Web,
+        client::RequestMeta,
+        path::PathParam,
+        query::Query,
+        refusal::{Back, refusal},
+    },
 };
 
 #[derive(Clone)]
@@ -51,7 +58,15 @@ async fn callback(
             let location = format!("/settings?linked={}", provider.as_str());
             (StatusCode::SEE_OTHER, [(LOCATION, location)]).into_response()
         }
-        Err(error) => error.into_response(),
+        Err(error) => refusal(
+            &headers,
+            error,
+            "The account was not linked",
+            Back {
+                path: "/gateway",
+                label: "Back to the gateway",
+            },
+        ),
     }
 }
 

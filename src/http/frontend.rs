@@ -25,6 +25,8 @@ use axum::{
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use super::headers::accepts_html;
+
 /// The built client, embedded at compile time (read from disk in debug
 /// builds). `allow_missing`: a build without `frontend/dist` has no files.
 #[derive(rust_embed::Embed)]
@@ -169,20 +171,6 @@ impl Frontend {
 fn root_file_name(path: &str) -> Option<&str> {
     let name = path.strip_prefix('/')?;
     (!name.is_empty() && !name.contains('/') && !name.ends_with(".html")).then_some(name)
-}
-
-fn accepts_html(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .any(|range| {
-            range
-                .split(';')
-                .next()
-                .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("text/html"))
-        })
 }
 
 fn not_found() -> Response {

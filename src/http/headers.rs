@@ -38,6 +38,22 @@ pub async fn security_headers(request: Request, next: Next) -> Response {
     response
 }
 
+/// Whether the request names `text/html` among the types it accepts (a
+/// browser navigating; `*/*` alone is not enough).
+pub fn accepts_html(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|range| {
+            range
+                .split(';')
+                .next()
+                .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("text/html"))
+        })
+}
+
 /// A request refused for its size (413) was not read to its end, so its
 /// connection cannot carry another request: the answer says it closes, and
 /// a client does not send its next request into a socket being closed.

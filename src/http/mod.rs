@@ -7,6 +7,7 @@ pub mod headers;
 pub mod ops;
 pub mod path;
 pub mod query;
+pub mod refusal;
 pub mod serve;
 
 use std::{net::SocketAddr, sync::Arc};

@@ -360,6 +360,33 @@ async fn anilist_oauth_links_once_for_the_user_who_started_it(backend: Backend) 
     .await;
     assert_eq!(status, 400);
 
+    // A browser sent back with a spent state gets a page, same status.
+    let mut url = Url::parse(&app.url("/gateway/oauth/anilist/callback")).unwrap();
+    url.query_pairs_mut()
+        .extend_pairs([("code", other.as_str()), ("state", declined.as_str())]);
+    let page = app
+        .client
+        .get(url)
+        .header(COOKIE, &bob.cookie)
+        .header("accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status().as_u16(), 400);
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html"),
+        "{:?}",
+        page.headers()
+    );
+    assert!(page.headers().contains_key("content-security-policy"));
+    let html = page.text().await.unwrap();
+    assert!(html.contains("<code>BAD_USER_INPUT</code>"), "{html}");
+    assert!(html.contains(r#"<a href="/gateway">"#), "{html}");
+    assert_eq!(links(app, &bob).await, json!([]));
+
     // A provider that does not exist.
     let unknown = app
         .client

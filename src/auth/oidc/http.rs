@@ -8,7 +8,8 @@
 //! - `callback` (`code`, `state`; or `error` when the provider declined)
 //!   ends a login in the same session cookie a password login sets and 303
 //!   to `return_to` (or `/`); a link ends in 303 to `/settings?linked=oidc`.
-//!   A refusal is our JSON error with its status: 400 unknown, used,
+//!   A refusal is a page for a browser and our JSON error for anyone else
+//!   (`http::refusal`), with its status: 400 unknown, used,
 //!   expired or foreign `state` (or the provider declined), 401 an
 //!   id_token that does not verify, 403 no account for the identity (with
 //!   auto-creation off) or another account's link, 409 an identity linked
@@ -26,7 +27,13 @@ use super::service::{Finished, OidcService, Purpose, STATE_TTL};
 use crate::{
     auth::cookie as session_cookie,
     error::AppResult,
-    http::{Web, client::RequestMeta, identify, query::Query},
+    http::{
+        Web,
+        client::RequestMeta,
+        identify,
+        query::Query,
+        refusal::{Back, refusal},
+    },
 };
 
 /// The cookie that binds a started login to the browser that started it.
@@ -108,7 +115,15 @@ async fn callback(
             [(header::LOCATION, "/settings?linked=oidc")],
         )
             .into_response(),
-        Err(error) => error.into_response(),
+        Err(error) => refusal(
+            &headers,
+            error,
+            "The sign-in did not finish",
+            Back {
+                path: "/",
+                label: "Back to Trellis",
+            },
+        ),
     };
     // The binding is spent either way.
     response
