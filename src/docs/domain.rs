@@ -1,13 +1,14 @@
 //! The docs mirror as the app wires it ([`crate::domain`]): its settings,
-//! its service, the `docs.sync` task and its schedule. Nothing outside this
-//! folder knows them.
+//! its service, the `docs.sync` task and its schedule, the route to the
+//! mirror's files. Nothing outside this folder knows them.
 
 use std::sync::Arc;
 
 use async_graphql::Data;
+use axum::Router;
 
 use super::{
-    schedule,
+    http, schedule,
     service::DocsService,
     settings::Settings,
     sync::Syncer,
@@ -16,6 +17,7 @@ use super::{
 use crate::{
     auth::keys::ServerSecret,
     domain::{Domain, Platform, Setup},
+    http::Web,
     jobs::{Jobs, handler::Registry, runner::Periodic},
 };
 
@@ -27,6 +29,7 @@ pub fn setup(settings: &Settings, platform: &Platform) -> anyhow::Result<Box<dyn
         syncer: Syncer::new(platform.db.clone(), &platform.data_dir),
         secret: platform.secret.clone(),
         db: platform.db.clone(),
+        web: platform.web.clone(),
     }))
 }
 
@@ -35,6 +38,7 @@ struct DocsSetup {
     syncer: Syncer,
     secret: Arc<ServerSecret>,
     db: sea_orm::DatabaseConnection,
+    web: Web,
 }
 
 impl Setup for DocsSetup {
@@ -60,14 +64,19 @@ impl Setup for DocsSetup {
     }
 
     fn build(self: Box<Self>, jobs: &Jobs) -> Arc<dyn Domain> {
+        let mirror_root = self.syncer.mirror_root().to_owned();
         Arc::new(Docs {
             service: DocsService::new(self.settings, self.syncer, Some(jobs.clone()), self.secret),
+            web: self.web,
+            mirror_root,
         })
     }
 }
 
 struct Docs {
     service: DocsService,
+    web: Web,
+    mirror_root: std::path::PathBuf,
 }
 
 impl Domain for Docs {
@@ -77,5 +86,9 @@ impl Domain for Docs {
 
     fn request_data(&self, data: &mut Data) {
         data.insert(self.service.clone());
+    }
+
+    fn routes(&self) -> Router {
+        http::routes(self.web.clone(), self.mirror_root.clone())
     }
 }

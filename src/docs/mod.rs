@@ -53,6 +53,7 @@ pub mod engine;
 pub mod feishu;
 pub mod frontmatter;
 pub mod graphql;
+mod http;
 pub mod markers;
 pub mod mode;
 pub mod naming;

@@ -51,6 +51,7 @@ pub const API_PREFIXES: &[&str] = &[
     "/readyz",
     "/assets",
     "/icons",
+    "/mirror",
 ];
 
 /// The policy of the app's and the playground's pages: our own scripts,

@@ -24,6 +24,7 @@ on_both_backends!(
     a_sync_killed_mid_run_leaves_whole_files_and_the_next_run_completes,
     admins_store_settings_sealed_and_the_next_sync_uses_them,
     a_stored_interval_schedules_syncs_without_a_restart,
+    members_read_the_mirrors_files_and_nothing_else,
 );
 
 const SYNC: &str = "mutation($p: DocsPlatform, $f: Boolean) { syncDocs(platform: $p, full: $f) { id kind queue status } }";
@@ -756,4 +757,74 @@ async fn a_stored_interval_schedules_syncs_without_a_restart(backend: Backend) {
     let first = &seen["edges"][0]["node"];
     assert_eq!(first["status"], "succeeded", "{seen}");
     assert_eq!(first["platform"], "NOTION");
+}
+
+/// `GET /mirror/assets/…`: a pool file for a signed-in member (cookie or
+/// bearer), streamed whole with its type and immutable caching; signed
+/// out 401; a name not of the pool's form, or missing, 404.
+async fn members_read_the_mirrors_files_and_nothing_else(backend: Backend) {
+    let (_setup, app) = configured_app(backend).await;
+    let member = app.member("reader").await;
+    // 200 kB of bytes no earlier chunk repeats, so a short or reordered
+    // stream shows.
+    let bytes: Vec<u8> = (0..200_000u32).flat_map(|i| i.to_le_bytes()).collect();
+    let sha = trellis::digest::sha256_hex_bytes(&bytes);
+    let bucket = app.data_dir().join("mirror/assets").join(&sha[..2]);
+    std::fs::create_dir_all(&bucket).unwrap();
+    std::fs::write(bucket.join(format!("{sha}.png")), &bytes).unwrap();
+    std::fs::write(app.data_dir().join("mirror/INDEX.md"), "secret").unwrap();
+    let url = app.url(&format!("/mirror/assets/{}/{sha}.png", &sha[..2]));
+
+    let by_cookie = app
+        .client
+        .get(&url)
+        .header("cookie", &member.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(by_cookie.status(), 200);
+    let headers = by_cookie.headers().clone();
+    assert_eq!(headers["content-type"], "image/png");
+    assert_eq!(headers["etag"], format!("\"{sha}\"").as_str());
+    assert!(
+        headers["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("immutable")
+    );
+    assert!(
+        headers["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("sandbox")
+    );
+    assert_eq!(by_cookie.bytes().await.unwrap().as_ref(), bytes.as_slice());
+    let by_bearer = app
+        .client
+        .get(&url)
+        .bearer_auth(&member.access)
+        .header("if-none-match", format!("\"{sha}\""))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(by_bearer.status(), 304);
+
+    let signed_out = app.client.get(&url).send().await.unwrap();
+    assert_eq!(signed_out.status(), 401);
+    for path in [
+        format!("/mirror/assets/{}/{sha}.jpg", &sha[..2]),
+        format!("/mirror/assets/00/{sha}.png"),
+        "/mirror/assets/..%2F/INDEX.md".to_owned(),
+        "/mirror/assets/IN/INDEX.md".to_owned(),
+    ] {
+        let response = app
+            .client
+            .get(app.url(&path))
+            .bearer_auth(&member.access)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 404, "{path}");
+        assert!(!response.text().await.unwrap().contains("secret"));
+    }
 }

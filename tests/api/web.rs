@@ -164,6 +164,7 @@ async fn client_routes_get_the_app_and_api_paths_never_do(backend: Backend) {
         "/readyz/nothing",
         "/assets/nothing.js",
         "/icons/nothing/else",
+        "/mirror/assets/ab/nothing",
     ] {
         let response = client
             .get(app.url(path))
