@@ -12,6 +12,7 @@ import { Empty, Failed, Loading } from '../ui/states';
 import { IconChevron, IconChevronDown } from '../ui/icons';
 import { Status, statusLabel, statusScale } from './status';
 import { TreeModel, type Row, type TreeNode } from './tree';
+import { treeKey } from '../ui/treenav';
 import { LiveTabs } from './LiveTabs';
 
 const ROW = 34;
@@ -188,48 +189,24 @@ export function Live() {
   }
 
   async function onKey(event: KeyboardEvent) {
-    if (!rows.length) return;
-    const index = focusIndex < 0 ? 0 : focusIndex;
-    const row = rows[index];
-    const go = (next: number) => {
-      event.preventDefault();
-      const target = rows[Math.max(0, Math.min(rows.length - 1, next))];
-      if (target) select(target.node.id);
-    };
-    switch (event.key) {
-      case 'ArrowDown':
-        return go(index + 1);
-      case 'ArrowUp':
-        return go(index - 1);
-      case 'Home':
-        return go(0);
-      case 'End':
-        return go(rows.length - 1);
-      case 'PageDown':
-        return go(index + 15);
-      case 'PageUp':
-        return go(index - 15);
-      case 'ArrowRight':
-        event.preventDefault();
-        if (row.expandable && !row.expanded) await expand(row.node.id);
-        else if (row.expanded) go(index + 1);
-        return;
-      case 'ArrowLeft':
-        event.preventDefault();
-        if (row.expanded) {
-          model.collapse(row.node.id);
-          bump(undefined);
-        } else if (row.node.parentId) select(row.node.parentId);
-        return;
-      case 'Enter':
-      case ' ':
-        event.preventDefault();
-        if (row.expandable) {
-          if (row.expanded) model.collapse(row.node.id);
-          else await expand(row.node.id);
+    const action = treeKey(rows, focusIndex < 0 ? 0 : focusIndex, event);
+    if (!action) return;
+    event.preventDefault();
+    const row = rows.find((each) => each.id === action.id);
+    switch (action.type) {
+      case 'focus':
+        return select(action.id);
+      case 'expand':
+        return expand(action.id);
+      case 'collapse':
+        model.collapse(action.id);
+        return bump(undefined);
+      case 'activate':
+        if (row?.expandable) {
+          if (row.expanded) model.collapse(row.id);
+          else await expand(row.id);
           bump(undefined);
         }
-        return;
     }
   }
 

@@ -1,7 +1,10 @@
 // The live dashboard's node tree, as a pure model: what is loaded, what
 // is expanded, which rows are visible under the filter, and how a status
 // change lands (in place: rows never reorder under the user's focus).
-// No DOM, no network: the page feeds it nodes and changes.
+// No DOM, no network: the page feeds it nodes and changes. The walk and
+// the keys are the shared tree's (`ui/treenav.ts`).
+
+import { flattenTree, type FlatRow } from '../ui/treenav';
 
 export interface TreeNode {
   id: string;
@@ -18,18 +21,11 @@ export interface TreeNode {
   worstChildStatus: number | null;
 }
 
-export interface Row {
+/** A visible row: the shared tree row (level, position, set size) with the node. */
+export interface Row extends FlatRow<TreeNode> {
   node: TreeNode;
-  /** Depth in the tree (0 for a root). */
-  level: number;
-  expanded: boolean;
-  /** Children exist (known or likely). */
-  expandable: boolean;
   /** A change happened below this collapsed node since it was last opened. */
   changedInside: boolean;
-  /** Position among its siblings, 1-based, and their number (for aria-posinset/setsize). */
-  position: number;
-  siblings: number;
 }
 
 export interface StatusChange {
@@ -157,26 +153,15 @@ export class TreeModel {
 
   /** The visible rows, parents before children, in loaded order. */
   rows(): Row[] {
-    const out: Row[] = [];
-    const walk = (ids: readonly string[], level: number) => {
-      const shown = ids.map((id) => this.nodes.get(id)).filter((node): node is TreeNode => !!node && this.passes(node));
-      shown.forEach((node, index) => {
-        const expanded = this.expanded.has(node.id);
-        const loadedKids = this.children.get(node.id);
-        const expandable = node.childCount === null ? !this.loaded.has(node.id) || (loadedKids?.length ?? 0) > 0 : node.childCount > 0;
-        out.push({
-          node,
-          level,
-          expanded: expanded && expandable,
-          expandable,
-          changedInside: this.changedInside.has(node.id),
-          position: index + 1,
-          siblings: shown.length,
-        });
-        if (expanded && loadedKids) walk(loadedKids, level + 1);
-      });
-    };
-    walk(this.roots, 0);
-    return out;
+    const shown = (ids: readonly string[]) => ids.map((id) => this.nodes.get(id)).filter((node): node is TreeNode => !!node && this.passes(node));
+    return flattenTree(shown(this.roots), {
+      id: (node) => node.id,
+      children: (node) => {
+        const kids = this.children.get(node.id);
+        return kids && shown(kids);
+      },
+      expandable: (node) => (node.childCount === null ? !this.loaded.has(node.id) || (this.children.get(node.id)?.length ?? 0) > 0 : node.childCount > 0),
+      expanded: (node) => this.expanded.has(node.id),
+    }).map((row) => ({ ...row, node: row.item, changedInside: this.changedInside.has(row.id) }));
   }
 }
