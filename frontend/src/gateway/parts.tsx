@@ -3,37 +3,8 @@ import type { ComponentChildren } from 'preact';
 import type { StatusLook } from './labels';
 
 export { Notice, type NoticeState } from '../ui/notice';
-
-/** The foot of a paged list: how many are shown, and a button for more. */
-export function ListMore({ shown, total, hasMore, loading, label, onMore }: {
-  shown: number;
-  total: number;
-  hasMore: boolean;
-  loading: boolean;
-  label: string;
-  onMore: () => void;
-}) {
-  return (
-    <p class="row list-more">
-      <span class="hint">
-        {shown} of {total}
-      </span>
-      {hasMore && (
-        <button type="button" class="btn" disabled={loading} onClick={onMore}>
-          {loading ? 'Loading…' : label}
-        </button>
-      )}
-    </p>
-  );
-}
-
-/** A moment, in the reader's locale, with the exact time for machines. */
-export function When({ at }: { at: string | null | undefined }) {
-  if (!at) return <>—</>;
-  const date = new Date(at);
-  if (Number.isNaN(date.getTime())) return <>{at}</>;
-  return <time dateTime={at}>{date.toLocaleString()}</time>;
-}
+export { ListMore } from '../ui/paging';
+export { When } from '../ui/when';
 
 export interface Paged<T> {
   nodes: T[];
