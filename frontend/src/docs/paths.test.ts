@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { countKinds, docHref, markersToBadges, parseMarkers, pathFromRest, platformOfPath, resolveDocLink, statRows } from './paths';
+import { countKinds, docHref, markersToBadges, mirrorAssetHref, parseMarkers, pathFromRest, platformOfPath, resolveDocLink, statRows } from './paths';
 
 describe('paths', () => {
   test('a mirror path becomes a client URL under /docs and back', () => {
@@ -65,4 +65,31 @@ test('relative links between documents resolve under /docs', () => {
   expect(resolveDocLink('javascript:alert(1)', from)).toBeNull();
   expect(resolveDocLink('#top', from)).toBeNull();
   expect(resolveDocLink('/read', from)).toBeNull();
+});
+
+test('a relative link to the asset pool becomes the server\'s asset route; anything else is left alone', () => {
+  const sha = `ab${'12'.repeat(31)}`;
+  const doc = 'notion/Team/Notes.md';
+  expect(mirrorAssetHref(`../../assets/ab/${sha}.png`, doc)).toBe(`/mirror/assets/ab/${sha}.png`);
+  expect(mirrorAssetHref(`../../assets/ab/${sha}`, doc)).toBe(`/mirror/assets/ab/${sha}`);
+  expect(mirrorAssetHref(`./../.././assets/ab/${sha}.pdf`, doc)).toBe(`/mirror/assets/ab/${sha}.pdf`);
+  expect(mirrorAssetHref(`assets/ab/${sha}.png`, 'Readme.md')).toBe(`/mirror/assets/ab/${sha}.png`);
+  expect(mirrorAssetHref(`../../../feishu/x/../../assets/ab/${sha}.png`, 'notion/a/b/c.md')).toBe(`/mirror/assets/ab/${sha}.png`);
+  // Resolved from the wrong depth, above the mirror root, or not exactly a pool file.
+  expect(mirrorAssetHref(`../assets/ab/${sha}.png`, doc)).toBeNull();
+  expect(mirrorAssetHref(`../../../assets/ab/${sha}.png`, doc)).toBeNull();
+  expect(mirrorAssetHref(`../../assets/cd/${sha}.png`, doc)).toBeNull();
+  expect(mirrorAssetHref(`../../assets/ab/${sha.slice(1)}.png`, doc)).toBeNull();
+  expect(mirrorAssetHref(`../../assets/ab/${sha.toUpperCase()}.png`, doc)).toBeNull();
+  expect(mirrorAssetHref(`../../assets/ab/${sha}.PNG`, doc)).toBeNull();
+  expect(mirrorAssetHref(`../../assets/ab/${sha}.png?x=1`, doc)).toBeNull();
+  expect(mirrorAssetHref(`../../assets/ab/${sha}.png#top`, doc)).toBeNull();
+  expect(mirrorAssetHref(`../../assets/ab/${sha}/x.png`, doc)).toBeNull();
+  expect(mirrorAssetHref(`../../assets%2Fab/${sha}.png`, doc)).toBeNull();
+  expect(mirrorAssetHref(`..\\..\\assets\\ab\\${sha}.png`, doc)).toBeNull();
+  expect(mirrorAssetHref(`../../assets/ab/${sha}.png%`, doc)).toBeNull();
+  expect(mirrorAssetHref(`/assets/ab/${sha}.png`, doc)).toBeNull();
+  expect(mirrorAssetHref(`https://example.com/assets/ab/${sha}.png`, doc)).toBeNull();
+  expect(mirrorAssetHref('Other.md', doc)).toBeNull();
+  expect(mirrorAssetHref('', doc)).toBeNull();
 });

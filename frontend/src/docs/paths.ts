@@ -101,3 +101,35 @@ export function resolveDocLink(href: string, from: string): string | null {
   const url = new URL(href, `http://docs.invalid${from}`);
   return url.pathname.startsWith('/docs/') ? `${url.pathname}${url.search}${url.hash}` : null;
 }
+
+/** A file of the mirror's asset pool, relative to the mirror root: `assets/<sha[:2]>/<sha256>[.ext]`. */
+const POOL_FILE = /^assets\/([0-9a-f]{2})\/([0-9a-f]{64})(\.[a-z0-9]{1,16})?$/;
+
+/**
+ * A relative link in a document's body to a file of the mirror's asset
+ * pool (an image or attachment the sync downloaded), as the server's
+ * route for it (`/mirror/assets/<sha[:2]>/<sha><ext>`). The link is
+ * resolved against the document's own folder (`path` is its mirror path)
+ * and accepted only if it lands exactly on a pool file, never above the
+ * mirror root; null for anything else (left as it is).
+ */
+export function mirrorAssetHref(href: string, path: string): string | null {
+  if (!href || href.startsWith('/') || /^[a-z][a-z0-9+.-]*:/i.test(href) || /[?#\\]/.test(href)) return null;
+  const parts = path.split('/').filter(Boolean).slice(0, -1);
+  for (const raw of href.split('/')) {
+    let part: string;
+    try {
+      part = decodeURIComponent(raw);
+    } catch {
+      return null;
+    }
+    if (part === '' || part === '.') continue;
+    if (part.includes('/') || part.includes('\\')) return null;
+    if (part === '..') {
+      if (!parts.length) return null;
+      parts.pop();
+    } else parts.push(part);
+  }
+  const found = POOL_FILE.exec(parts.join('/'));
+  return found && found[2].startsWith(found[1]) ? `/mirror/assets/${found[1]}/${found[2]}${found[3] ?? ''}` : null;
+}

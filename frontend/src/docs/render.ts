@@ -1,11 +1,11 @@
 // Markdown and snippets to safe HTML. This module is only in the docs
 // chunk (with `marked` and DOMPurify), never in the reader's entry.
 import DOMPurify from 'dompurify';
-import { marked } from 'marked';
-import { docHref, markersToBadges, resolveDocLink } from './paths';
+import { marked, type Tokens } from 'marked';
+import { docHref, markersToBadges, mirrorAssetHref, resolveDocLink } from './paths';
 
-/** The client URL of the document being rendered: its relative links resolve against it. */
-let base: string | null = null;
+/** The document being rendered (mirror path and client URL): its relative links resolve against it. */
+let current: { path: string; base: string } | null = null;
 
 let hooked = false;
 function hook() {
@@ -13,13 +13,19 @@ function hook() {
   hooked = true;
   DOMPurify.addHook('afterSanitizeAttributes', (node) => {
     const element = node as Element;
+    if (element.tagName === 'IMG') {
+      // Raw HTML images; Markdown ones were rewritten before (walkTokens).
+      const asset = current && mirrorAssetHref(element.getAttribute('src') ?? '', current.path);
+      if (asset) element.setAttribute('src', asset);
+      return;
+    }
     if (element.tagName !== 'A') return;
     const href = element.getAttribute('href') ?? '';
     if (/^https?:/i.test(href)) {
       element.setAttribute('target', '_blank');
       element.setAttribute('rel', 'noopener noreferrer');
-    } else if (base) {
-      const resolved = resolveDocLink(href, base);
+    } else if (current) {
+      const resolved = mirrorAssetHref(href, current.path) ?? resolveDocLink(href, current.base);
       if (resolved) element.setAttribute('href', resolved);
     }
   });
@@ -28,12 +34,19 @@ function hook() {
 /** A document body as sanitized HTML, degradation markers as visible badges. */
 export function renderMarkdown(markdown: string, path?: string): string {
   hook();
-  const html = marked.parse(markersToBadges(markdown), { async: false, gfm: true }) as string;
-  base = path ? docHref(path) : null;
+  // Images and links to the mirror's asset pool point at the server's
+  // asset route (same origin: the session cookie and `img-src 'self'` allow them).
+  const walkTokens = (token: Tokens.Generic) => {
+    if (!path || (token.type !== 'image' && token.type !== 'link')) return;
+    const asset = mirrorAssetHref(token.href, path);
+    if (asset) token.href = asset;
+  };
+  const html = marked.parse(markersToBadges(markdown), { async: false, gfm: true, walkTokens }) as string;
+  current = path ? { path, base: docHref(path) } : null;
   try {
     return DOMPurify.sanitize(html, { FORBID_TAGS: ['style', 'form', 'input', 'iframe'], FORBID_ATTR: ['style'] });
   } finally {
-    base = null;
+    current = null;
   }
 }
 
