@@ -14,8 +14,6 @@ import {
   DocsSearchDocument,
   DocsSyncDocument,
   DocsSyncProgressDocument,
-  DocsTreeDocument,
-  type DocEntryFieldsFragment,
   type DocsDoctorQuery,
   type DocsDocumentQuery,
   type DocsRunsQuery,
@@ -24,98 +22,18 @@ import {
 } from '../gql/graphql';
 import { me } from '../state/session';
 import { watchTask } from '../tasks/watch';
+import { PagesFoot, usePages } from '../ui/paging';
 import { Empty, errorText, Failed, Loading } from '../ui/states';
+import { When } from '../ui/when';
+import { DocTree } from './DocTree';
 import { PLATFORM_NAME, PLATFORMS, countKinds, docHref, kindLabel, pathFromRest, platformOfPath, statRows, type Platform } from './paths';
 import { renderMarkdown, renderSnippet } from './render';
 
-type Entry = DocEntryFieldsFragment;
 type Doc = NonNullable<DocsDocumentQuery['doc']>;
 type Hit = DocsSearchQuery['searchDocs']['nodes'][number];
 type Run = DocsRunsQuery['docSyncRuns']['nodes'][number];
 type Doctor = DocsDoctorQuery['docsDoctor'];
 type Progress = DocsSyncProgressSubscription['docsSyncProgress'];
-
-function When({ at }: { at: string | null | undefined }) {
-  if (!at) return <>—</>;
-  const date = new Date(at);
-  if (Number.isNaN(date.getTime())) return <>{at}</>;
-  return <time dateTime={at}>{date.toLocaleString()}</time>;
-}
-
-/** One folder's entries; a folder's own entries load when it is opened. */
-function Folder({ platform, path, label }: { platform: Platform; path: string | null; label: string }) {
-  const entries = useSignal<Entry[] | null>(null);
-  const error = useSignal<unknown>(null);
-  const load = () =>
-    query(DocsTreeDocument, { platform, path })
-      .then((data) => {
-        entries.value = data.docTree;
-        error.value = null;
-      })
-      .catch((caught) => (error.value = caught));
-  useEffect(() => {
-    entries.value = null;
-    void load();
-  }, [platform, path]);
-
-  if (error.value) return <Failed error={error.value} retry={load} />;
-  if (!entries.value) return <Loading label={`Loading ${label}…`} />;
-  if (entries.value.length === 0) {
-    return path === null ? (
-      <Empty title={`The ${PLATFORM_NAME[platform]} mirror is empty`}>
-        Nothing is mirrored from {PLATFORM_NAME[platform]} yet: the mirror is not configured, or no sync has run.
-        {me.value?.role === 'ADMIN' ? ' Set its credentials, then press “Sync now”.' : ' An admin sets it up.'}
-      </Empty>
-    ) : (
-      <p class="hint">This folder is empty.</p>
-    );
-  }
-  return (
-    <ul class="doc-tree" aria-label={label}>
-      {entries.value.map((entry) => (
-        <TreeEntry key={entry.path} platform={platform} entry={entry} />
-      ))}
-    </ul>
-  );
-}
-
-function TreeEntry({ platform, entry }: { platform: Platform; entry: Entry }) {
-  const open = useSignal(false);
-  const childId = `kids-${entry.path.replace(/[^A-Za-z0-9_-]/g, '_')}`;
-  const opens = entry.id !== null && entry.id !== undefined;
-  return (
-    <li>
-      <div class="doc-row">
-        {entry.folder ? (
-          <button
-            type="button"
-            class="btn ghost small twisty"
-            aria-expanded={open.value}
-            aria-controls={open.value ? childId : undefined}
-            aria-label={`${open.value ? 'Collapse' : 'Expand'} ${entry.title}`}
-            onClick={() => (open.value = !open.value)}
-          >
-            {open.value ? '▾' : '▸'}
-          </button>
-        ) : (
-          <span class="twisty" aria-hidden="true" />
-        )}
-        {opens || !entry.folder ? (
-          <a href={docHref(entry.path)}>{entry.title}</a>
-        ) : (
-          <span>{entry.title}</span>
-        )}
-        {entry.kind && <span class="badge">{entry.kind}</span>}
-        {entry.status === 'pending_assets' && <span class="badge warn">assets pending</span>}
-      </div>
-      {entry.folder && open.value && (
-        <div id={childId} class="doc-kids">
-          <Folder platform={platform} path={entry.path} label={entry.title} />
-        </div>
-      )}
-    </li>
-  );
-}
 
 function Field({ name, children }: { name: string; children: preact.ComponentChildren }) {
   return (
@@ -217,10 +135,13 @@ function DocView({ path }: { path: string }) {
   );
 }
 
+const PAGE = 20;
+
 function Search() {
-  const hits = useSignal<Hit[] | null>(null);
-  const error = useSignal<unknown>(null);
+  const text = useSignal('');
   const busy = useSignal(false);
+  const hits = usePages<Hit>(async (after) => (await query(DocsSearchDocument, { query: text.value, first: PAGE, after })).searchDocs);
+  const found = hits.pages.value;
   return (
     <section aria-labelledby="docs-search" class="card">
       <h2 id="docs-search">Search</h2>
@@ -229,17 +150,12 @@ function Search() {
         class="row"
         onSubmit={async (event) => {
           event.preventDefault();
-          const text = String(new FormData(event.currentTarget as HTMLFormElement).get('q') ?? '').trim();
-          if (!text) return;
+          text.value = String(new FormData(event.currentTarget as HTMLFormElement).get('q') ?? '').trim();
+          if (!text.value) return;
           busy.value = true;
-          try {
-            hits.value = (await query(DocsSearchDocument, { query: text, first: 20 })).searchDocs.nodes;
-            error.value = null;
-          } catch (caught) {
-            error.value = caught;
-          } finally {
-            busy.value = false;
-          }
+          hits.clear();
+          await hits.load();
+          busy.value = false;
         }}
       >
         <label class="sr-only" for="docs-q">
@@ -250,24 +166,27 @@ function Search() {
           Search
         </button>
       </form>
-      {error.value ? (
+      {hits.error.value ? (
         <p class="alert error" role="alert">
-          {errorText(error.value)}
+          {errorText(hits.error.value)}
         </p>
       ) : busy.value ? (
         <Loading label="Searching…" />
-      ) : hits.value && hits.value.length === 0 ? (
+      ) : found && found.nodes.length === 0 ? (
         <p role="status">No document matches.</p>
-      ) : hits.value ? (
-        <ol class="doc-hits" aria-label="Search results">
-          {hits.value.map((hit) => (
-            <li key={hit.id}>
-              <a href={docHref(hit.path)}>{hit.title || '(untitled)'}</a>{' '}
-              <span class="badge">{hit.platform ? PLATFORM_NAME[hit.platform as Platform] : hit.kind}</span>
-              <p class="snippet" dangerouslySetInnerHTML={{ __html: renderSnippet(hit.snippet) }} />
-            </li>
-          ))}
-        </ol>
+      ) : found ? (
+        <>
+          <ol class="doc-hits" aria-label="Search results">
+            {found.nodes.map((hit) => (
+              <li key={hit.id}>
+                <a href={docHref(hit.path)}>{hit.title || '(untitled)'}</a>{' '}
+                <span class="badge">{hit.platform ? PLATFORM_NAME[hit.platform as Platform] : hit.kind}</span>
+                <p class="snippet" dangerouslySetInnerHTML={{ __html: renderSnippet(hit.snippet) }} />
+              </li>
+            ))}
+          </ol>
+          <PagesFoot list={hits} label="Show more results" />
+        </>
       ) : null}
     </section>
   );
@@ -289,27 +208,23 @@ function Changes({ run }: { run: Run }) {
 }
 
 function Runs({ generation }: { generation: number }) {
-  const runs = useSignal<Run[] | null>(null);
-  const error = useSignal<unknown>(null);
-  const load = () =>
-    query(DocsRunsDocument, { first: 20 })
-      .then((data) => {
-        runs.value = data.docSyncRuns.nodes;
-        error.value = null;
-      })
-      .catch((caught) => (error.value = caught));
+  const list = usePages<Run>(async (after) => (await query(DocsRunsDocument, { first: PAGE, after })).docSyncRuns);
+  const load = list.load;
   useEffect(() => void load(), [generation]);
+  const runs = list.pages.value?.nodes;
+  const error = list.error;
   return (
     <section aria-labelledby="docs-runs" class="card">
       <h2 id="docs-runs">Sync runs</h2>
       {error.value ? (
         <Failed error={error.value} retry={load} />
-      ) : !runs.value ? (
+      ) : !runs ? (
         <Loading label="Loading the runs…" />
-      ) : runs.value.length === 0 ? (
+      ) : runs.length === 0 ? (
         <p class="hint">No sync has run yet.</p>
       ) : (
-        <div class="table-scroll">
+        <>
+          <div class="table-scroll">
           <table class="grid">
             <thead>
               <tr>
@@ -322,7 +237,7 @@ function Runs({ generation }: { generation: number }) {
               </tr>
             </thead>
             <tbody>
-              {runs.value.map((run) => (
+              {runs.map((run) => (
                 <tr key={run.id}>
                   <td>
                     <When at={run.startedAt} />
@@ -354,7 +269,9 @@ function Runs({ generation }: { generation: number }) {
               ))}
             </tbody>
           </table>
-        </div>
+          </div>
+          <PagesFoot list={list} label="Show more runs" />
+        </>
       )}
     </section>
   );
@@ -525,7 +442,7 @@ export function Docs() {
               </button>
             ))}
           </div>
-          <Folder key={`${platform.value}-${generation.value}`} platform={platform.value} path={null} label={`${PLATFORM_NAME[platform.value]} documents`} />
+          <DocTree key={`${platform.value}-${generation.value}`} platform={platform.value} label={`${PLATFORM_NAME[platform.value]} documents`} />
         </section>
         {admin && <Admin onSynced={() => (generation.value += 1)} />}
         <Runs generation={generation.value} />
