@@ -62,6 +62,8 @@ export function DocTree({ platform, label }: { platform: Platform; label: string
     const next = new Set(open.value);
     next.delete(path);
     open.value = next;
+    // The tab stop never stays on a row that is hidden now.
+    if (focused.value?.startsWith(`${path}/`)) focused.value = path;
   }
 
   const toggle = (row: FlatRow<Entry>) => (row.expanded ? collapse(row.id) : void expand(row.id));
