@@ -1,8 +1,10 @@
 // The docs browser against the real server and a loopback fake Notion
 // (two pages, one with a block Notion's markdown endpoint could not
-// render): the empty mirror first, then the admin presses "Sync now" and
-// sees it finish, opens the tree, a document with its degradation badge
-// and backlink, searches, runs the doctor. axe on the page, light and dark.
+// render, and a folder of meeting notes, more than a page of search
+// results): the empty mirror first, then the admin presses "Sync now" and
+// sees it finish, walks the tree with the keyboard only, opens a document
+// with its degradation badge and backlink, searches and pages through the
+// results, runs the doctor. axe on the page, light and dark.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -11,6 +13,12 @@ import { cookieOf, expectNoAxeViolations, gql, launchBrowser, openSession, scree
 const ROOT = '11111111-1111-1111-1111-111111111111';
 const CHILD = '22222222-2222-2222-2222-222222222222';
 const EDITED = '2026-12-01T10:00:00.000Z';
+const MEETINGS = '33333333-3333-3333-3333-333333333333';
+/** More meeting notes than one page of search results (20). */
+const NOTES = Array.from({ length: 22 }, (_, n) => ({
+  id: `44444444-4444-4444-4444-${String(n).padStart(12, '0')}`,
+  title: `Standup ${String(n + 1).padStart(2, '0')}`,
+}));
 
 function page(id: string, title: string, parent: unknown) {
   return {
@@ -24,6 +32,17 @@ function page(id: string, title: string, parent: unknown) {
     url: `https://www.notion.so/${title}-${id.replace(/-/g, '')}`,
     properties: { title: { id: 'title', type: 'title', title: [{ type: 'text', text: { content: title }, plain_text: title }] } },
   };
+}
+
+/** A page's markdown, by its id without dashes. */
+function bodyOf(id: string): string {
+  const note = NOTES.find((each) => each.id.replace(/-/g, '') === id);
+  if (note) return `What the team said at ${note.title}: the weekly standup went fine.\n`;
+  if (id === MEETINGS.replace(/-/g, '')) return 'Notes from our meetings.\n';
+  if (id === ROOT.replace(/-/g, '')) {
+    return `Welcome to the handbook.\n\nSee the [Roadmap](https://www.notion.so/Roadmap-${CHILD.replace(/-/g, '')}).\n\n<unknown url="https://www.notion.so/Handbook-${id}#77777777777777777777777777777777" alt="synced_block"/>\n`;
+  }
+  return 'The quarterly plan: ship the docs browser.\n\n<img src="x.png" onerror="window.__ran = 1"><script>window.__ran = 2</script>\n';
 }
 
 /** Notion as the mirror reads it: search, each page's markdown, the token check. */
@@ -56,7 +75,12 @@ class FakeNotion {
     if (request.method === 'POST' && url.pathname === '/v1/search') {
       this.json(response, 200, {
         object: 'list',
-        results: [page(CHILD, 'Roadmap', { type: 'page_id', page_id: ROOT }), page(ROOT, 'Handbook', { type: 'workspace', workspace: true })],
+        results: [
+          page(CHILD, 'Roadmap', { type: 'page_id', page_id: ROOT }),
+          page(ROOT, 'Handbook', { type: 'workspace', workspace: true }),
+          page(MEETINGS, 'Meetings', { type: 'workspace', workspace: true }),
+          ...NOTES.map((note) => page(note.id, note.title, { type: 'page_id', page_id: MEETINGS })),
+        ],
         has_more: false,
         next_cursor: null,
       });
@@ -64,11 +88,7 @@ class FakeNotion {
     }
     const markdown = /^\/v1\/pages\/([0-9a-f-]+)\/markdown$/.exec(url.pathname);
     if (request.method === 'GET' && markdown) {
-      const id = markdown[1].replace(/-/g, '');
-      const body =
-        id === ROOT.replace(/-/g, '')
-          ? `Welcome to the handbook.\n\nSee the [Roadmap](https://www.notion.so/Roadmap-${CHILD.replace(/-/g, '')}).\n\n<unknown url="https://www.notion.so/Handbook-${id}#77777777777777777777777777777777" alt="synced_block"/>\n`
-          : 'The quarterly plan: ship the docs browser.\n\n<img src="x.png" onerror="window.__ran = 1"><script>window.__ran = 2</script>\n';
+      const body = bodyOf(markdown[1].replace(/-/g, ''));
       this.json(response, 200, { object: 'page_markdown', id: markdown[1], markdown: body, truncated: false, unknown_block_ids: [] });
       return;
     }
@@ -120,17 +140,35 @@ describe('docs page', () => {
     expect(notion.requests).toContain('POST /v1/search');
     // The runs and the tree read again.
     await page_.locator('.run-status', { hasText: 'succeeded' }).first().waitFor();
-    // The tree: Handbook is a folder (it has a child page); keyboard opens it.
-    const expand = page_.getByRole('button', { name: 'Expand Handbook' });
-    await expand.focus();
-    await page_.keyboard.press('Enter');
-    await page_.getByRole('link', { name: 'Roadmap' }).waitFor();
-    expect(await page_.getByRole('button', { name: 'Collapse Handbook' }).getAttribute('aria-expanded')).toBe('true');
+    // The tree, by keyboard only: one tab stop; a letter finds Handbook,
+    // Right opens it (its entries load then), Down moves to its page.
+    const tree = page_.getByRole('tree', { name: 'Notion documents' });
+    await tree.getByRole('treeitem', { name: /^Handbook/ }).waitFor();
+    expect(await tree.locator('[role="treeitem"][tabindex="0"]').count()).toBe(1);
+    await page_.getByRole('button', { name: 'Feishu' }).focus();
+    await page_.keyboard.press('Tab');
+    expect(await page_.evaluate(() => document.activeElement?.getAttribute('role'))).toBe('treeitem');
+    await page_.keyboard.press('h');
+    const handbook = tree.getByRole('treeitem', { name: /^Handbook/ });
+    await page_.waitForFunction(() => document.activeElement?.querySelector('a')?.textContent === 'Handbook');
+    expect(await handbook.getAttribute('aria-expanded')).toBe('false');
+    await page_.keyboard.press('ArrowRight');
+    const roadmap = tree.getByRole('treeitem', { name: /^Roadmap/ });
+    await roadmap.waitFor();
+    expect(await handbook.getAttribute('aria-expanded')).toBe('true');
+    expect(await roadmap.getAttribute('aria-level')).toBe('2');
     // The live progress reached its last step.
     expect(await page_.getByRole('list', { name: 'Sync progress' }).textContent()).toContain('Finished');
     await expectNoAxeViolations(page_, 'the docs page after a sync');
     await screenshot(page_, 'docs-desktop-light');
+    await page_.keyboard.press('ArrowDown');
+    await page_.waitForFunction(() => document.activeElement?.querySelector('a')?.textContent === 'Roadmap');
+    expect(await roadmap.getAttribute('tabindex')).toBe('0');
+    await page_.keyboard.press('Enter');
+    await page_.getByRole('heading', { level: 1, name: 'Roadmap' }).waitFor();
+    expect(new URL(page_.url()).pathname.startsWith('/docs/notion/')).toBe(true);
 
+    await page_.goto('/docs');
     await page_.getByRole('link', { name: 'Handbook' }).first().click();
     await page_.getByRole('heading', { level: 1, name: 'Handbook' }).waitFor();
     expect(page_.url()).toContain('/docs/notion/');
@@ -159,6 +197,19 @@ describe('docs page', () => {
     const results = page_.getByRole('list', { name: 'Search results' });
     await results.getByRole('link', { name: 'Roadmap' }).waitFor();
     expect(await results.locator('mark').count()).toBeGreaterThan(0);
+
+    // More hits than a page: "Show more" appends the next page.
+    await page_.getByLabel('Search the documents').fill('standup');
+    await page_.keyboard.press('Enter');
+    await results.getByRole('link', { name: /^Standup/ }).first().waitFor();
+    await page_.getByText('20 shown').waitFor();
+    expect(await results.getByRole('listitem').count()).toBe(20);
+    await page_.getByRole('button', { name: 'Show more results' }).click();
+    await page_.getByText('22 shown').waitFor();
+    const titles = await results.getByRole('link').allTextContents();
+    expect(new Set(titles).size).toBe(22);
+    expect(titles.every((title) => title.startsWith('Standup'))).toBe(true);
+    expect(await page_.getByRole('button', { name: 'Show more results' }).count()).toBe(0);
 
     await page_.getByRole('button', { name: 'Run the doctor' }).click();
     await page_.locator('.doctor td.mono').first().waitFor();
