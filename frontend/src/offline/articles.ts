@@ -65,3 +65,16 @@ export async function cachedArticle(id: string): Promise<StoredArticle | null> {
     request.onerror = () => resolve(null);
   });
 }
+
+/** Keeps the stored copies' read and starred state as the reader changes them. */
+export async function updateStoredArticles(ids: readonly string[], patch: Partial<Pick<StoredArticle, 'unread' | 'starred'>>): Promise<void> {
+  const handle = await database();
+  if (!handle || !ids.length) return;
+  const store = handle.transaction(STORE, 'readwrite').objectStore(STORE);
+  for (const id of ids) {
+    const request = store.get(id);
+    request.onsuccess = () => {
+      if (request.result) store.put({ ...request.result, ...patch });
+    };
+  }
+}

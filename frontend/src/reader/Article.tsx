@@ -12,7 +12,7 @@ import { Failed, Loading } from '../ui/states';
 import { toast } from '../ui/toast';
 import { IconBookmark, IconCheck, IconExternal, IconStar, IconStarFilled } from '../ui/icons';
 import { cachedArticle, rememberArticle } from '../offline/articles';
-import { feeds, items, setRead, setStarred } from './store';
+import { feeds, marksOf, openArticle, setRead, setStarred, type Marks } from './store';
 
 type Full = NonNullable<ReaderItemQuery['item']>;
 
@@ -68,6 +68,10 @@ export function clean(html: string): string {
   return holder.innerHTML;
 }
 
+function marksFrom({ id, feedId, link, unread, starred }: Marks): Marks {
+  return { id, feedId, link, unread, starred };
+}
+
 export function Article({ id, onNext, onPrev }: { id: string; onNext: () => void; onPrev: () => void }) {
   const item = useSignal<Full | null>(null);
   const error = useSignal<unknown>(null);
@@ -86,6 +90,7 @@ export function Article({ id, onNext, onPrev }: { id: string; onNext: () => void
           return;
         }
         item.value = data.item;
+        openArticle.value = marksFrom(data.item);
         void rememberArticle(data.item);
         if (prefs.value.markReadOnOpen && data.item.unread) setRead([data.item.id], true);
       })
@@ -94,11 +99,13 @@ export function Article({ id, onNext, onPrev }: { id: string; onNext: () => void
         const cached = caught instanceof ApiError && caught.network ? await cachedArticle(id) : null;
         if (cached) {
           item.value = cached as Full;
+          openArticle.value = marksFrom(cached);
           if (prefs.value.markReadOnOpen && cached.unread) setRead([id], true);
         } else error.value = caught;
       });
     return () => {
       live = false;
+      if (openArticle.value?.id === id) openArticle.value = null;
     };
   }, [id]);
 
@@ -130,10 +137,11 @@ export function Article({ id, onNext, onPrev }: { id: string; onNext: () => void
   if (error.value) return <Failed error={error.value} />;
   const full = item.value;
   if (!full) return <Loading label="Loading the article…" />;
-  // The list holds the live read/star state.
-  const listed = items.value.find((candidate) => candidate.id === full.id);
-  const unread = listed?.unread ?? full.unread;
-  const starred = listed?.starred ?? full.starred;
+  // The list (or, when it could not load, the open article's marks) holds
+  // the live read/star state.
+  const marks = marksOf(full.id);
+  const unread = marks?.unread ?? full.unread;
+  const starred = marks?.starred ?? full.starred;
   const feed = feeds.value.get(full.feedId);
   const date = new Date(full.pubDate);
 

@@ -24,6 +24,7 @@ import {
   markAbove,
   markAllRead,
   markBelow,
+  marksOf,
   newSinceLoad,
   scope,
   selectedId,
@@ -128,7 +129,8 @@ export function Reader() {
   }
 
   async function run(action: Action) {
-    const item = selected();
+    // The open article even when the list does not hold it (offline).
+    const item = selected() ?? (itemId ? marksOf(itemId) : null);
     switch (action) {
       case 'next':
         return move(1, true);

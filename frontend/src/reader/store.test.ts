@@ -84,6 +84,25 @@ describe('read and star changes', () => {
     expect(sent.map((call) => call.variables)).toEqual([{ ids: ['11'] }]);
   });
 
+  test('the open article changes even when the list does not hold it (a reload offline), and its change waits', async () => {
+    online = false;
+    store.items.value = [];
+    store.openArticle.value = { id: '42', feedId: '1', link: null, unread: false, starred: false };
+    store.setStarred(['42'], true);
+    store.setRead(['42'], false);
+    expect(store.marksOf('42')).toMatchObject({ starred: true, unread: true });
+    // Its feed's count follows, as for an item in the list.
+    expect(store.feeds.value.get('1')?.unreadCount).toBe(4);
+    await store.flushChanges();
+    expect(store.pendingChanges.value).toBe(2);
+    online = true;
+    expect(await store.flushChanges()).toBe(true);
+    expect(sent.map((call) => call.variables)).toEqual([{ ids: ['42'] }, { ids: ['42'] }]);
+    // Another item's marks are nobody's business here.
+    expect(store.marksOf('43')).toBeNull();
+    store.openArticle.value = null;
+  });
+
   test('mark above / below read only touches unread rows on that side', async () => {
     store.items.value = [item('1', '1', true), item('2', '1', true), item('3', '1', true), item('4', '1', false)];
     store.markBelow(1);

@@ -17,6 +17,7 @@ import {
   type ReaderGroupsQuery,
   type ReaderItemsQuery,
 } from '../gql/graphql';
+import { updateStoredArticles } from '../offline/articles';
 import { ChangeQueue, type ChangeKind } from '../offline/queue';
 import { toast } from '../ui/toast';
 
@@ -112,6 +113,21 @@ let hasMore = false;
 let generation = 0;
 /** Arrival time (`createdAt`) of the newest item this list has shown. */
 let newestShown: string | null = null;
+
+/** What the reader changes on an item: its read and starred state, and where it links. */
+export type Marks = Pick<ListItem, 'id' | 'feedId' | 'link' | 'unread' | 'starred'>;
+
+/**
+ * The article open in the pane. The list usually holds it too, but not
+ * always: a reload while offline reads the article from this device while
+ * the list cannot load, and it must still be starred and marked.
+ */
+export const openArticle = signal<Marks | null>(null);
+
+/** An item's state as shown: the list's, else the open article's. */
+export function marksOf(id: string): Marks | null {
+  return items.value.find((item) => item.id === id) ?? (openArticle.value?.id === id ? openArticle.value : null);
+}
 
 export const selectedIndex = computed(() => {
   const id = selectedId.value;
@@ -250,13 +266,20 @@ export function flushChanges(): Promise<boolean> {
   return changes.flush(send);
 }
 
-function patchItems(ids: ReadonlySet<string>, patch: Partial<ListItem>): ListItem[] {
-  const changed: ListItem[] = [];
+/** Applies a change to the list, the open article and its offline copy; the items as they were. */
+function patchItems(ids: ReadonlySet<string>, patch: Pick<Partial<Marks>, 'unread' | 'starred'>): Marks[] {
+  const changed: Marks[] = [];
   items.value = items.value.map((item) => {
     if (!ids.has(item.id)) return item;
     changed.push(item);
     return { ...item, ...patch };
   });
+  const open = openArticle.value;
+  if (open && ids.has(open.id)) {
+    if (!changed.some((item) => item.id === open.id)) changed.push(open);
+    openArticle.value = { ...open, ...patch };
+  }
+  void updateStoredArticles([...ids], patch);
   return changed;
 }
 
