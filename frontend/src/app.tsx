@@ -5,6 +5,7 @@ import { useEffect } from 'preact/hooks';
 import { LocationProvider, Route, Router, lazy, useLocation } from 'preact-iso';
 import type { ComponentType } from 'preact';
 import routes from './routes.json';
+import { routeScope } from './routeScope';
 import { me } from './state/session';
 import { Login } from './login/Login';
 import { Shell } from './ui/Shell';
@@ -35,6 +36,9 @@ function NotFound() {
     </div>
   );
 }
+
+/** Links to anything but a client route (the server's own pages) are real page loads. */
+const SCOPE = routeScope(routes.routes.map((entry) => entry.path));
 
 const PAGES: Record<string, ComponentType<any>> = {
   home: Home,
@@ -72,7 +76,7 @@ function Gate() {
 
 export function App() {
   return (
-    <LocationProvider>
+    <LocationProvider scope={SCOPE}>
       <Gate />
       <Toasts />
     </LocationProvider>
