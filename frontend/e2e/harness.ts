@@ -87,6 +87,33 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tre
   };
 }
 
+/** Listens on a free loopback port; the server's base URL. */
+export async function listenLoopback(server: Server): Promise<string> {
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const address = server.address();
+  if (!address || typeof address === 'string') throw new Error('no address');
+  return `http://127.0.0.1:${address.port}`;
+}
+
+/** Stops a loopback server, dropping its open connections. */
+export async function closeLoopback(server: Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise((done) => server.close(done));
+}
+
+/** A request's body, as text. */
+export async function bodyOf(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Answers JSON with `status`. */
+export function sendJson(response: ServerResponse, status: number, body: unknown): void {
+  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+  response.end(JSON.stringify(body));
+}
+
 export interface FeedEntry {
   guid: string;
   title: string;
@@ -107,10 +134,7 @@ export class FeedServer {
   }
 
   async start(): Promise<this> {
-    await new Promise<void>((done) => this.server.listen(0, '127.0.0.1', done));
-    const address = this.server.address();
-    if (!address || typeof address === 'string') throw new Error('no address');
-    this.url = `http://127.0.0.1:${address.port}`;
+    this.url = await listenLoopback(this.server);
     return this;
   }
 
@@ -164,8 +188,7 @@ export class FeedServer {
   }
 
   async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise((done) => this.server.close(done));
+    await closeLoopback(this.server);
   }
 }
 
@@ -199,11 +222,21 @@ export interface Session {
   problems: string[];
 }
 
-/** A fresh browser context whose requests to anything but `server` are blocked and recorded. */
+/**
+ * A fresh browser context whose requests to anything but `server` (and the
+ * `allow`ed fakes) are blocked and recorded.
+ */
 export async function openSession(
   browser: Browser,
   server: TrellisServer,
-  options: { width?: number; height?: number; colorScheme?: 'light' | 'dark'; serviceWorkers?: 'allow' | 'block' } = {},
+  options: {
+    width?: number;
+    height?: number;
+    colorScheme?: 'light' | 'dark';
+    serviceWorkers?: 'allow' | 'block';
+    /** Loopback fakes the browser is sent to (an identity provider's or AniList's page). */
+    allow?: string[];
+  } = {},
 ): Promise<Session> {
   const context = await browser.newContext({
     baseURL: server.url,
@@ -214,9 +247,9 @@ export async function openSession(
   });
   const foreign: string[] = [];
   const problems: string[] = [];
-  const origin = new URL(server.url).origin;
+  const origins = new Set([server.url, ...(options.allow ?? [])].map((url) => new URL(url).origin));
   await context.route(
-    (url) => url.origin !== origin,
+    (url) => !origins.has(url.origin),
     async (route) => {
       foreign.push(route.request().url());
       await route.abort('blockedbyclient');
