@@ -3,6 +3,10 @@
 // - Page loads (navigations): the network, else the cached app shell.
 // - The API is never cached here; the app keeps loaded articles and queues
 //   read/star changes itself (src/offline/).
+// Lookups ignore `Vary`: the server varies on `Origin`, which the page's
+// module scripts send (they load in CORS mode) and the worker's own fetches
+// at install do not, so a strict lookup missed every asset offline. A
+// hashed asset, and the shell, are the same whoever asks.
 const SHELL = 'trellis-shell-v1';
 const ASSETS = 'trellis-assets-v1';
 
@@ -36,7 +40,7 @@ self.addEventListener('fetch', (event) => {
     event.respondWith(
       (async () => {
         const store = await caches.open(ASSETS);
-        const hit = await store.match(request);
+        const hit = await store.match(request, { ignoreVary: true });
         if (hit) return hit;
         const response = await fetch(request);
         if (response.ok) await store.put(request, response.clone());
@@ -57,7 +61,7 @@ self.addEventListener('fetch', (event) => {
           return response;
         } catch {
           const cache = await caches.open(SHELL);
-          return (await cache.match('/')) ?? Response.error();
+          return (await cache.match('/', { ignoreVary: true })) ?? Response.error();
         }
       })(),
     );
