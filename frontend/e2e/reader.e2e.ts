@@ -39,6 +39,37 @@ async function unreadOf(title: string): Promise<boolean> {
   return item.unread;
 }
 
+async function starredTitles(): Promise<string[]> {
+  const data = await gql<{ items: { nodes: { title: string }[] } }>(server, 'query { items(filter: { starred: true }) { nodes { title } } }', {}, cookie);
+  return data.items.nodes.map((node) => node.title).sort();
+}
+
+/** Whether the app stored the article titled `title` in IndexedDB (never creating the database itself). */
+async function storedOnDevice(title: string): Promise<boolean> {
+  const names = await indexedDB.databases();
+  if (!names.some((entry) => entry.name === 'trellis')) return false;
+  return new Promise((resolve) => {
+    const opening = indexedDB.open('trellis');
+    opening.onerror = () => resolve(false);
+    opening.onsuccess = () => {
+      const db = opening.result;
+      if (!db.objectStoreNames.contains('articles')) {
+        db.close();
+        return resolve(false);
+      }
+      const all = db.transaction('articles').objectStore('articles').getAll();
+      all.onsuccess = () => {
+        db.close();
+        resolve((all.result as { title: string }[]).some((article) => article.title === title));
+      };
+      all.onerror = () => {
+        db.close();
+        resolve(false);
+      };
+    };
+  });
+}
+
 beforeAll(async () => {
   publisher = await new FeedServer().start();
   publisher.add(3);
@@ -123,6 +154,42 @@ describe('reader', () => {
         return data.items.nodes.map((node) => node.title).sort();
       })
       .toEqual(['Story 2', 'Story 3']);
+  });
+
+  test('offline reload: the service worker serves the app, this device the article, and changes made then are sent on reconnect', async () => {
+    const device = await openSession(browser, server, { serviceWorkers: 'allow' });
+    await device.context.addCookies(await session.context.cookies());
+    const { page: tab } = device;
+    await tab.goto('/read?show=all');
+    // The worker is installed (the app shell and its assets cached) and controls the page.
+    await tab.waitForFunction(() => navigator.serviceWorker.controller !== null);
+    await tab.getByRole('option', { name: /Story 1/ }).click();
+    await tab.getByRole('heading', { name: 'Story 1' }).waitFor();
+    await tab.waitForFunction(storedOnDevice, 'Story 1');
+    await expect.poll(() => unreadOf('Story 1')).toBe(false);
+    const starredBefore = await starredTitles();
+    expect(starredBefore).not.toContain('Story 1');
+
+    await device.context.setOffline(true);
+    await tab.reload();
+    // The page came from the worker; the article from IndexedDB.
+    await tab.getByRole('heading', { name: 'Story 1' }).waitFor();
+    await tab.getByText('Body of story 1').waitFor();
+    expect(await tab.evaluate(() => navigator.onLine)).toBe(false);
+    // The keys act on the open article though the list could not load.
+    await tab.locator('body').press('s');
+    await tab.getByRole('button', { name: 'Starred' }).waitFor();
+    await tab.locator('body').press('m');
+    await tab.getByRole('button', { name: 'Mark read' }).waitFor();
+    expect(await starredTitles()).toEqual(starredBefore);
+    expect(await unreadOf('Story 1')).toBe(false);
+
+    await device.context.setOffline(false);
+    await expect.poll(starredTitles).toEqual([...starredBefore, 'Story 1'].sort());
+    await expect.poll(() => unreadOf('Story 1')).toBe(true);
+    expect(device.foreign).toEqual([]);
+    expect(device.problems).toEqual([]);
+    await device.context.close();
   });
 
   test('keys typed into the search box stay there', async () => {
