@@ -23,7 +23,7 @@ import { errorText, Failed, Loading } from '../ui/states';
 import { Events } from './Events';
 import { Receipts } from './Receipts';
 import { TitleLinks } from './TitleLinks';
-import { FEATURE_LABEL, LINK_STATUS, PROVIDER_NAME, cooldownText, providerFromParam, type StatusLook } from './labels';
+import { FEATURE_LABEL, LINK_STATUS, PROVIDER_NAME, cooldownText, providerFromParam, syncSummary, type StatusLook } from './labels';
 import { Notice, StatusPill, When, type NoticeState } from './parts';
 
 type Manifest = GatewayManifestQuery['gatewayCapabilities'];
@@ -324,7 +324,7 @@ function SyncNow({ manifest, onDone }: { manifest: Manifest; onDone: () => void 
             const done = await watchTask(task.id, (update) => {
               running.value = update.stage ? `Syncing: ${update.stage}…` : 'Syncing…';
             });
-            state.value = done.status === 'SUCCEEDED' ? { ok: 'Sync finished.' } : { error: `Sync ended: ${done.status.toLowerCase()}${done.error ? ` (${done.error})` : ''}.` };
+            state.value = done.status === 'SUCCEEDED' ? { ok: syncSummary(done.result) } : { error: `Sync ended: ${done.status.toLowerCase()}${done.error ? ` (${done.error})` : ''}.` };
             onDone();
           } catch (error) {
             state.value = { error: errorText(error) };

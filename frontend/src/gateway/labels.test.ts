@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import type { EventStatus } from '../gql/graphql';
-import { EVENT_STATUS, EVENT_STATUSES, actionText, applyEventUpdate, canRetryOrDismiss, cooldownText, providerFromParam } from './labels';
+import { EVENT_STATUS, EVENT_STATUSES, actionText, applyEventUpdate, canRetryOrDismiss, cooldownText, providerFromParam, syncSummary } from './labels';
 
 describe('event statuses', () => {
   test('every status has a label, a meaning, and a colour or none', () => {
@@ -75,5 +75,20 @@ describe('applyEventUpdate', () => {
 
   test('ignores a new event outside the filter', () => {
     expect(applyEventUpdate(list, event('4', 'PENDING'), 'REVIEW')).toBe(list);
+  });
+});
+
+describe('syncSummary', () => {
+  test('says what a sync read, sent and left to confirm', () => {
+    expect(syncSummary({ seriesRead: 2, linked: 1, proposed: 1, events: 2, failed: [] })).toBe(
+      'Sync finished: 2 series read on Kavita, 2 changes sent to AniList, 1 title link to confirm below.',
+    );
+    expect(syncSummary({ seriesRead: 1, linked: 0, proposed: 0, events: 1 })).toBe('Sync finished: 1 series read on Kavita, 1 change sent to AniList.');
+    expect(syncSummary({ seriesRead: 0, proposed: 0, events: 0 })).toBe('Sync finished: nothing read, rated or wanted on Kavita yet.');
+  });
+
+  test('survives a result it does not know', () => {
+    expect(syncSummary(null)).toBe('Sync finished.');
+    expect(syncSummary({ seriesRead: 'two' })).toBe('Sync finished.');
   });
 });

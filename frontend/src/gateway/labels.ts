@@ -97,6 +97,26 @@ export function actionText(action: ActionKind | null | undefined, value?: unknow
   }
 }
 
+function plural(count: number, one: string, many: string): string {
+  return `${count} ${count === 1 ? one : many}`;
+}
+
+/**
+ * What a finished sync did, from its task's result (`gateway.scrobble`:
+ * `seriesRead`, `proposed`, `events`): "Sync finished: 2 series read on
+ * Kavita, 2 changes sent to AniList, 1 title link to confirm below."
+ */
+export function syncSummary(result: unknown): string {
+  const read = numberIn(result, 'seriesRead');
+  const sent = numberIn(result, 'events');
+  if (read === null || sent === null) return 'Sync finished.';
+  if (read === 0) return 'Sync finished: nothing read, rated or wanted on Kavita yet.';
+  const proposed = numberIn(result, 'proposed') ?? 0;
+  const parts = [`${read} series read on Kavita`, `${plural(sent, 'change', 'changes')} sent to AniList`];
+  if (proposed > 0) parts.push(`${plural(proposed, 'title link', 'title links')} to confirm below`);
+  return `Sync finished: ${parts.join(', ')}.`;
+}
+
 /** A host in cooldown: "api.example.com, for 5 minutes more" (or "ending now"). */
 export function cooldownText(host: string, until: string, now: number): string {
   const seconds = Math.ceil((Date.parse(until) - now) / 1000);
