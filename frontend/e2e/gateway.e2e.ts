@@ -1,111 +1,21 @@
-// The gateway page against the real server and a loopback fake Kavita
-// (and a fake AniList authorize page): the manifest shows, a wrong API key
-// is refused on the page, the right one links, an event is delivered to
-// the fake and shows confirmed live, the AniList link starts its OAuth
-// round trip. axe on the page, light and dark.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+// The gateway page against the real server, a loopback fake Kavita with a
+// library and a fake AniList (its OAuth pages and GraphQL API): the
+// manifest shows, a wrong API key is refused on the page, the right one
+// links, an event is delivered to the fake and shows confirmed live, AniList
+// links through its OAuth round trip in the browser, and "Sync now" carries
+// the Kavita reading to AniList — live, with a proposed title link to
+// confirm, and exactly one list write per change. axe on the page, light
+// and dark.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { cookieOf, expectNoAxeViolations, gql, launchBrowser, openSession, screenshot, signIn, startServer, type Session, type TrellisServer } from './harness';
+import { ANILIST_CLIENT, FakeAniList, FakeKavita, KAVITA_KEY, chapters } from './gatewayFakes';
 
-const RIGHT_KEY = 'kavita-key-of-alice-0123456789';
+const RIGHT_KEY = KAVITA_KEY;
 const WRONG_KEY = 'not-a-kavita-key';
 
-function base64url(text: string): string {
-  return Buffer.from(text).toString('base64url');
-}
-
-/**
- * Kavita as the gateway uses it: `POST /api/Plugin/authenticate` trades an
- * API key for a JWT; Want to Read reads and writes need that JWT as a
- * bearer token (401 without it).
- */
-class FakeKavita {
-  private server: Server = createServer((request, response) => this.handle(request, response));
-  url = '';
-  readonly tokens = new Map<string, string>();
-  readonly wantToRead = new Set<number>();
-  /** Every request, as `METHOD path?query` (keys included: the fake is ours). */
-  readonly requests: string[] = [];
-
-  async start(): Promise<this> {
-    await new Promise<void>((done) => this.server.listen(0, '127.0.0.1', done));
-    const address = this.server.address();
-    if (!address || typeof address === 'string') throw new Error('no address');
-    this.url = `http://127.0.0.1:${address.port}`;
-    return this;
-  }
-
-  private json(response: ServerResponse, status: number, body: unknown) {
-    response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
-    response.end(JSON.stringify(body));
-  }
-
-  private async handle(request: IncomingMessage, response: ServerResponse) {
-    const url = new URL(request.url ?? '/', this.url);
-    this.requests.push(`${request.method} ${url.pathname}${url.search}`);
-    const chunks: Buffer[] = [];
-    for await (const chunk of request) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks).toString('utf8');
-
-    if (request.method === 'POST' && url.pathname === '/api/Plugin/authenticate') {
-      if (url.searchParams.get('apiKey') !== RIGHT_KEY || !url.searchParams.get('pluginName')) {
-        response.writeHead(401).end();
-        return;
-      }
-      const exp = Math.floor(Date.now() / 1000) + 10 * 24 * 3600;
-      const token = `${base64url('{"alg":"HS512","typ":"JWT"}')}.${base64url(JSON.stringify({ nameid: 'alice', exp }))}.${base64url(`sig-${this.tokens.size}`)}`;
-      this.tokens.set(token, 'alice');
-      this.json(response, 200, { username: 'alice', token });
-      return;
-    }
-
-    const bearer = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
-    if (!bearer || !this.tokens.has(bearer)) {
-      response.writeHead(401, { 'www-authenticate': 'Bearer error="invalid_token"' }).end();
-      return;
-    }
-    if (request.method === 'GET' && url.pathname === '/api/want-to-read') {
-      this.json(response, 200, this.wantToRead.has(Number(url.searchParams.get('seriesId'))));
-      return;
-    }
-    if (request.method === 'POST' && url.pathname === '/api/want-to-read/add-series') {
-      const { seriesIds } = JSON.parse(body || '{}') as { seriesIds?: number[] };
-      for (const id of seriesIds ?? []) this.wantToRead.add(id);
-      this.json(response, 200, true);
-      return;
-    }
-    response.writeHead(404).end();
-  }
-
-  async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise((done) => this.server.close(done));
-  }
-}
-
-/** Stands where AniList is configured; the browser never gets to it (other origins are blocked). */
-async function quietServer(): Promise<{ url: string; requests: string[]; stop(): Promise<void> }> {
-  const requests: string[] = [];
-  const server = createServer((request, response) => {
-    requests.push(`${request.method} ${request.url}`);
-    response.writeHead(404).end();
-  });
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const address = server.address();
-  if (!address || typeof address === 'string') throw new Error('no address');
-  return {
-    url: `http://127.0.0.1:${address.port}`,
-    requests,
-    async stop() {
-      server.closeAllConnections();
-      await new Promise((done) => server.close(done));
-    },
-  };
-}
-
 let kavita: FakeKavita;
-let anilist: Awaited<ReturnType<typeof quietServer>>;
+let anilist: FakeAniList;
 let server: TrellisServer;
 let browser: Browser;
 let session: Session;
@@ -113,16 +23,32 @@ let page: Page;
 let cookie: string;
 
 beforeAll(async () => {
-  [kavita, anilist, browser] = await Promise.all([new FakeKavita().start(), quietServer(), launchBrowser()]);
+  [kavita, anilist, browser] = await Promise.all([new FakeKavita().start(), new FakeAniList().start(), launchBrowser()]);
+  kavita.library.push(
+    // Linked by its web link; two chapters read, rated 4.5.
+    {
+      id: 11,
+      name: 'One Piece',
+      userRating: 4.5,
+      webLinks: 'https://www.mangaupdates.com/series/pb8uwds,https://anilist.co/manga/30013/One-Piece',
+      volumes: [{ id: 1, minNumber: 1, chapters: chapters(1, 3, 2) }],
+    },
+    // No AniList web link: a title search proposes one; three chapters read.
+    { id: 12, name: 'Yotsuba&!', userRating: 0, webLinks: 'https://www.mangaupdates.com/series/yotsuba', volumes: [{ id: 2, minNumber: 1, chapters: chapters(2, 5, 3) }] },
+    // Nothing read, rated or wanted: not scrobbled at all.
+    { id: 13, name: 'Unopened Tales', userRating: 0, webLinks: '', volumes: [{ id: 3, minNumber: 1, chapters: chapters(3, 4, 0) }] },
+  );
   server = await startServer({
     TRELLIS_KAVITA_URL: kavita.url,
-    TRELLIS_ANILIST_API_URL: anilist.url,
+    TRELLIS_ANILIST_API_URL: `${anilist.url}/graphql`,
     TRELLIS_ANILIST_OAUTH_URL: anilist.url,
-    TRELLIS_ANILIST_CLIENT_ID: 'e2e-client',
-    TRELLIS_ANILIST_CLIENT_SECRET: 'e2e-client-secret',
+    TRELLIS_ANILIST_CLIENT_ID: ANILIST_CLIENT.id,
+    TRELLIS_ANILIST_CLIENT_SECRET: ANILIST_CLIENT.secret,
+    TRELLIS_ANILIST_REQUESTS_PER_MINUTE: '600',
     TRELLIS_GATEWAY_SCROBBLE_INTERVAL: '0',
   });
-  session = await openSession(browser, server);
+  // The browser may visit AniList's (fake) consent page, nothing else.
+  session = await openSession(browser, server, { allow: [anilist.url] });
   page = session.page;
   await signIn(page);
   cookie = await cookieOf(session.context);
@@ -261,18 +187,80 @@ describe('gateway page', () => {
     await phone.context.close();
   });
 
-  test('linking AniList sends the browser to its authorize page', async () => {
+  test('AniList links through its OAuth round trip in the browser', async () => {
     await page.goto('/gateway');
     const start = page.getByRole('button', { name: 'Link AniList' });
     await start.waitFor();
+    await start.click();
+    // The fake's consent page sends the browser straight back with a code;
+    // the server trades it and lands on the settings page.
+    await page.waitForURL((url) => url.pathname === '/settings' && url.searchParams.get('linked') === 'anilist');
+    const authorize = anilist.authorizations.at(-1)!;
+    expect(authorize.get('client_id')).toBe(ANILIST_CLIENT.id);
+    expect(authorize.get('state')).toMatch(/\S{20,}/);
+    expect(authorize.get('redirect_uri')).toBe(`${server.url}/gateway/oauth/anilist/callback`);
+    await page.getByRole('status').filter({ hasText: 'AniList is linked to your account.' }).waitFor();
+    await page.getByRole('link', { name: 'Open the gateway page' }).click();
+    const card = page.locator('section[data-provider="anilist"]');
+    await card.locator('.status', { hasText: 'Linked' }).waitFor();
+    await card.getByText(`${anilist.viewer.name} (id ${anilist.viewer.id})`).waitFor();
     expect(session.foreign).toEqual([]);
     expect(session.problems).toEqual([]);
-    const leaving = page.waitForRequest((request) => request.url().startsWith(anilist.url));
-    await start.click();
-    const authorize = new URL((await leaving).url());
-    expect(authorize.pathname).toContain('/oauth/authorize');
-    expect(authorize.searchParams.get('client_id')).toBe('e2e-client');
-    expect(authorize.searchParams.get('state')).toMatch(/\S{20,}/);
-    expect(authorize.searchParams.get('redirect_uri')).toBe(`${server.url}/gateway/oauth/anilist/callback`);
+  });
+
+  test('sync now carries the Kavita reading to AniList, live, and proposes a title link to confirm', async () => {
+    const sync = page.getByRole('button', { name: 'Sync now' });
+    await sync.click();
+    // Live: the task's end and what it did show without a reload. The
+    // unread series is not counted.
+    await page
+      .getByRole('status')
+      .filter({ hasText: 'Sync finished: 2 series read on Kavita, 2 changes sent to AniList, 1 title link to confirm below.' })
+      .waitFor({ timeout: 30_000 });
+    // The series with an AniList web link is linked and scrobbled: its
+    // progress and rating are delivered and confirmed by a read-back.
+    const events = page.locator('table.events tbody tr');
+    const progress = events.filter({ hasText: 'Read up to chapter 2' });
+    const rating = events.filter({ hasText: 'Rated 4.5 of 5' });
+    await expect.poll(() => progress.getAttribute('data-status'), { timeout: 30_000 }).toBe('CONFIRMED');
+    await expect.poll(() => rating.getAttribute('data-status'), { timeout: 30_000 }).toBe('CONFIRMED');
+    expect(await progress.textContent()).toContain('title 30013');
+    // The series without one waits for the user, with what a search found.
+    const proposed = page.locator('table.title-links tr[data-series="12"]');
+    await expect.poll(() => proposed.getAttribute('data-state')).toBe('PROPOSED');
+    expect(await proposed.textContent()).toContain('Yotsuba&!');
+    expect(await proposed.textContent()).toContain('AniList 104463');
+    // The unread series was not linked at all; nothing was sent for the proposed one.
+    expect(await page.locator('table.title-links tr[data-series="13"]').count()).toBe(0);
+    expect(anilist.saves.map((save) => save.mediaId)).not.toContain(104463);
+    await expectNoAxeViolations(page, 'the gateway page after a sync');
+    await screenshot(page, 'gateway-synced-light');
+
+    await proposed.getByRole('button', { name: 'Confirm Yotsuba&! for Yotsuba&!' }).click();
+    await page.getByRole('status').filter({ hasText: 'Yotsuba&! is linked to Yotsuba&!' }).waitFor();
+    await page.getByText('Nothing waits for you.').waitFor();
+
+    // The next sync scrobbles the confirmed series too, and nothing twice.
+    await sync.click();
+    await page.getByRole('status').filter({ hasText: 'Sync finished: 2 series read on Kavita, 1 change sent to AniList.' }).waitFor({ timeout: 30_000 });
+    const third = events.filter({ hasText: 'Read up to chapter 3' });
+    await expect.poll(() => third.getAttribute('data-status'), { timeout: 30_000 }).toBe('CONFIRMED');
+    expect(await third.textContent()).toContain('title 104463');
+    // Exactly one list write per change, each as the read-back confirmed it.
+    expect([...anilist.saves].sort((a, b) => a.mediaId - b.mediaId || (a.progress ?? -1) - (b.progress ?? -1))).toEqual([
+      { mediaId: 30013, score: 9 },
+      { mediaId: 30013, progress: 2 },
+      { mediaId: 104463, progress: 3 },
+    ]);
+    expect(anilist.entries.get(30013)).toMatchObject({ progress: 2, score: 9 });
+    // Confirmed events are receipts.
+    await page.reload();
+    const receipts = page.locator('table.receipts');
+    await receipts.locator('tbody tr').first().waitFor();
+    await expect.poll(() => receipts.textContent()).toContain('title 104463');
+    expect(await receipts.textContent()).toContain('title 30013');
+    await expectNoAxeViolations(page, 'the gateway page with scrobbled receipts');
+    expect(session.foreign).toEqual([]);
+    expect(session.problems).toEqual([]);
   });
 });
