@@ -1,10 +1,16 @@
 // The item list: virtualized (only visible rows in the DOM), pages in as
-// it scrolls, marks read on scroll when asked to.
+// it scrolls, marks read on scroll when asked to. The list itself never
+// reads the selection: each row does (ItemRow), and the list's
+// `aria-activedescendant` is a signal bound to the DOM, so j/k re-render two
+// rows and the reader's other updates (the article pane, the URL) do not
+// reach the list (`memo`, a stable `onOpen`).
+import { useComputed, useSignalEffect } from '@preact/signals';
+import { memo } from 'preact/compat';
 import { useEffect, useRef, type MutableRef } from 'preact/hooks';
 import { useVirtualList } from '../ui/virtual';
 import { prefs } from '../state/prefs';
 import { Empty, Failed, Loading } from '../ui/states';
-import { IconStarFilled } from '../ui/icons';
+import { ItemRow } from './ItemRow';
 import {
   canLoadMore,
   feeds,
@@ -22,21 +28,7 @@ import { readerUrl } from './Reader';
 
 export const ROW_HEIGHT = 64;
 
-const relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto', style: 'short' });
-const dateFormat = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
-
-export function when(iso: string, now = Date.now()): string {
-  const then = Date.parse(iso);
-  const minutes = Math.round((then - now) / 60_000);
-  if (Math.abs(minutes) < 60) return relative.format(minutes, 'minute');
-  const hours = Math.round(minutes / 60);
-  if (Math.abs(hours) < 24) return relative.format(hours, 'hour');
-  const days = Math.round(hours / 24);
-  if (Math.abs(days) < 7) return relative.format(days, 'day');
-  return dateFormat.format(then);
-}
-
-export function ItemList(props: {
+export const ItemList = memo(function ItemList(props: {
   listRef: MutableRef<HTMLDivElement | null>;
   onOpen: (id: string) => void;
   current: Scope;
@@ -48,11 +40,15 @@ export function ItemList(props: {
   const virtual = useVirtualList({ count: list.length, rowHeight: ROW_HEIGHT, scrollRef });
   const markedUpTo = useRef(0);
 
-  // Keep the selected row in view (j/k, n/p).
-  const index = selectedIndex.value;
-  useEffect(() => {
-    if (index >= 0) virtual.scrollToIndex(index);
-  }, [index]);
+  // Keep the selected row in view (j/k, n/p), without re-rendering the list:
+  // the effect follows the selected index, which changes only when it moves.
+  const scrollTo = useRef(virtual.scrollToIndex);
+  scrollTo.current = virtual.scrollToIndex;
+  useSignalEffect(() => {
+    const index = selectedIndex.value;
+    if (index >= 0) scrollTo.current(index);
+  });
+  const activeDescendant = useComputed(() => (selectedId.value ? `item-${selectedId.value}` : undefined));
 
   useEffect(() => {
     markedUpTo.current = 0;
@@ -95,7 +91,6 @@ export function ItemList(props: {
     );
   }
 
-  const selected = selectedId.value;
   const feedMap = feeds.value;
   return (
     <div
@@ -104,39 +99,14 @@ export function ItemList(props: {
       tabIndex={0}
       role="listbox"
       aria-label="Articles"
-      aria-activedescendant={selected ? `item-${selected}` : undefined}
+      aria-activedescendant={activeDescendant}
       onScroll={onScroll}
     >
       <div class="list-inner" style={{ height: `${virtual.totalSize}px` }}>
         {virtual.rows.map((row) => {
           const item = list[row.index];
           if (!item) return null;
-          const feed = feedMap.get(item.feedId);
-          return (
-            <div
-              key={item.id}
-              id={`item-${item.id}`}
-              role="option"
-              aria-selected={item.id === selected}
-              class={`item-row${item.unread ? ' unread' : ''}`}
-              style={{ transform: `translateY(${row.start}px)` }}
-              onClick={() => props.onOpen(item.id)}
-            >
-              <span class="meta">
-                <span class="feed">{feed?.name ?? ''}</span>
-                {item.starred && (
-                  <span class="star">
-                    <IconStarFilled size={12} label="Starred" />
-                  </span>
-                )}
-                <time dateTime={item.pubDate}>{when(item.pubDate)}</time>
-              </span>
-              <span class="title">
-                {item.unread && <span class="sr-only">Unread: </span>}
-                {item.title || '(untitled)'}
-              </span>
-            </div>
-          );
+          return <ItemRow key={item.id} item={item} feedName={feedMap.get(item.feedId)?.name ?? ''} top={row.start} onOpen={props.onOpen} />;
         })}
       </div>
       {state === 'more' && (
@@ -146,4 +116,4 @@ export function ItemList(props: {
       )}
     </div>
   );
-}
+});

@@ -239,6 +239,11 @@ export function Reader() {
     return () => removeEventListener('keydown', onKey);
   }, []);
 
+  // One function for the life of the page: the list (memo) is not re-rendered
+  // because the reader re-rendered for the article pane or the URL.
+  const openRef = useRef(open);
+  openRef.current = open;
+  const onOpen = useCallback((id: string) => openRef.current(id), []);
   const onAdd = useCallback(() => (feedDialog.value = { mode: 'add' }), []);
   const onEdit = useCallback((id: string) => (feedDialog.value = { mode: 'edit', id }), []);
   const state = feedsState.value;
@@ -313,7 +318,7 @@ export function Reader() {
         ) : state instanceof Error ? (
           <Failed error={state} retry={() => void loadFeeds()} />
         ) : (
-          <ItemList listRef={listRef} onOpen={open} current={current} which={which} />
+          <ItemList listRef={listRef} onOpen={onOpen} current={current} which={which} />
         )}
       </section>
       <section class="article" aria-label="Article">
