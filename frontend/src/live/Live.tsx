@@ -9,9 +9,9 @@ import { ApiError, connection, onReconnect, query, subscribe } from '../api/clie
 import { LiveChildrenDocument, LiveNodeDocument, LiveStatusDocument, LiveTreeDocument, type LiveNodeQuery, type TreeNodeFieldsFragment } from '../gql/graphql';
 import { useVirtualList } from '../ui/virtual';
 import { Empty, Failed, Loading } from '../ui/states';
-import { IconChevron, IconChevronDown } from '../ui/icons';
-import { Status, statusLabel, statusScale } from './status';
-import { TreeModel, type Row, type TreeNode } from './tree';
+import { Status, statusScale } from './status';
+import { TreeModel, pathIds, type Row, type TreeNode } from './tree';
+import { TreeRow } from './TreeRow';
 import { treeKey } from '../ui/treenav';
 import { LiveTabs } from './LiveTabs';
 
@@ -46,6 +46,8 @@ export function Live() {
   const flashing = useRef(new Map<string, number>());
   const scrollRef = useRef<HTMLDivElement>(null);
   const details = useSignal<LiveNodeQuery['node'] | null>(null);
+  /** Bumped when a change reaches the selected node: its details are read again. */
+  const detailsStale = useSignal(0);
 
   async function loadRoots() {
     const data = await query(LiveTreeDocument, { depth: 2, first: 5000 });
@@ -94,6 +96,7 @@ export function Live() {
     try {
       await loadRoots();
       for (const id of [...model.expanded]) if (model.nodes.has(id) && model.nodes.get(id)!.depth >= 1) await loadChildren(id);
+      detailsStale.value += 1;
       bump(undefined);
     } catch {
       // The next reconnect tries again.
@@ -102,6 +105,7 @@ export function Live() {
 
   useEffect(() => {
     let live = true;
+    let frame = 0;
     loadRoots()
       .then(async () => {
         if (params.id) await reveal(params.id);
@@ -118,8 +122,16 @@ export function Live() {
         const change = data.nodeStatusChanged;
         model.apply({ id: change.id, path: change.path, status: change.status, aggregatedStatus: change.aggregatedStatus });
         flashing.current.set(change.id, performance.now());
-        if (problemsOnly.value) model.expandProblems(Math.max(1, minStatus.value));
-        bump(undefined);
+        if (focusId.peek() !== null && pathIds(change.path).includes(focusId.peek()!)) detailsStale.value += 1;
+        // Changes arrive by the thousand a second under load: the model takes
+        // each at once, the tree is drawn once per frame.
+        if (frame === 0) {
+          frame = requestAnimationFrame(() => {
+            frame = 0;
+            if (problemsOnly.peek()) model.expandProblems(Math.max(1, minStatus.peek()));
+            bump(undefined);
+          });
+        }
       },
       (error) => {
         if (error.code === 'EVENTS_LAGGED') void refetchVisible();
@@ -128,6 +140,7 @@ export function Live() {
     const stopReconnect = onReconnect(() => void refetchVisible());
     return () => {
       live = false;
+      cancelAnimationFrame(frame);
       stop();
       stopReconnect();
     };
@@ -181,12 +194,26 @@ export function Live() {
       live = false;
       clearTimeout(timer);
     };
-  }, [focusId.value, version]);
+  }, [focusId.value, detailsStale.value]);
 
   function select(id: string) {
     focusId.value = id;
     route(`/live/node/${id}`, true);
   }
+
+  // A click selects the row and opens or closes it; one function for the
+  // page's life, so the rows' `memo` holds.
+  const activate = useRef<(id: string) => Promise<void>>(async () => undefined);
+  activate.current = async (id: string) => {
+    select(id);
+    const row = rows.find((candidate) => candidate.node.id === id);
+    if (row?.expandable) {
+      if (row.expanded) model.collapse(id);
+      else await expand(id);
+      bump(undefined);
+    }
+  };
+  const onActivate = useMemo(() => (id: string) => void activate.current(id), []);
 
   async function onKey(event: KeyboardEvent) {
     const action = treeKey(rows, focusIndex < 0 ? 0 : focusIndex, event);
@@ -298,44 +325,27 @@ export function Live() {
                 const row = rows[item.index];
                 if (!row) return null;
                 const { node } = row;
-                const flash = (flashing.current.get(node.id) ?? -Infinity) > now - 1_200;
                 return (
-                  <div
+                  <TreeRow
                     key={node.id}
-                    id={`node-${node.id}`}
-                    role="treeitem"
-                    aria-level={row.level + 1}
-                    aria-posinset={row.position}
-                    aria-setsize={row.siblings}
-                    aria-expanded={row.expandable ? row.expanded : undefined}
-                    aria-selected={node.id === focusId.value}
-                    aria-label={`${node.positionToken}, ${node.class}, ${statusLabel(node.aggregatedStatus)}`}
-                    class={`tree-row${flash ? ' flash' : ''}`}
-                    style={{ transform: `translateY(${item.start}px)`, paddingLeft: `${8 + row.level * 18}px` }}
-                    onClick={async () => {
-                      select(node.id);
-                      if (row.expandable) {
-                        if (row.expanded) model.collapse(node.id);
-                        else await expand(node.id);
-                        bump(undefined);
-                      }
-                    }}
-                  >
-                    <span class="twisty" aria-hidden="true">
-                      {row.expandable ? row.expanded ? <IconChevronDown size={14} /> : <IconChevron size={14} /> : null}
-                    </span>
-                    <span class="label">{node.positionToken}</span>
-                    <span class="cls">{node.class}</span>
-                    <Status value={node.aggregatedStatus} prefix="aggregated" />
-                    {node.status !== node.aggregatedStatus && <Status value={node.status} own prefix="own" />}
-                    {!row.expanded && (node.childCount ?? 0) > 0 && (
-                      <span class="kids">
-                        {node.childCount} {node.childCount === 1 ? 'child' : 'children'}
-                        {node.worstChildStatus !== null && node.worstChildStatus > 0 ? `, worst ${statusLabel(node.worstChildStatus)}` : ''}
-                      </span>
-                    )}
-                    {row.changedInside && <span class="changed-inside" role="img" aria-label="changed inside" title="Something changed inside" />}
-                  </div>
+                    id={node.id}
+                    positionToken={node.positionToken}
+                    nodeClass={node.class}
+                    status={node.status}
+                    aggregatedStatus={node.aggregatedStatus}
+                    childCount={node.childCount}
+                    worstChildStatus={node.worstChildStatus}
+                    level={row.level}
+                    position={row.position}
+                    siblings={row.siblings}
+                    expandable={row.expandable}
+                    expanded={row.expanded}
+                    changedInside={row.changedInside}
+                    selected={node.id === focusId.value}
+                    flash={(flashing.current.get(node.id) ?? -Infinity) > now - 1_200}
+                    top={item.start}
+                    onActivate={onActivate}
+                  />
                 );
               })}
             </div>
