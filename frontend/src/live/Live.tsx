@@ -8,6 +8,7 @@ import { useEffect, useMemo, useReducer, useRef } from 'preact/hooks';
 import { ApiError, connection, onReconnect, query, subscribe } from '../api/client';
 import { LiveChildrenDocument, LiveNodeDocument, LiveStatusDocument, LiveTreeDocument, type LiveNodeQuery, type TreeNodeFieldsFragment } from '../gql/graphql';
 import { useVirtualList } from '../ui/virtual';
+import { oncePerFrame } from '../ui/frame';
 import { Empty, Failed, Loading } from '../ui/states';
 import { Status, statusScale } from './status';
 import { TreeModel, pathIds, type Row, type TreeNode } from './tree';
@@ -105,7 +106,10 @@ export function Live() {
 
   useEffect(() => {
     let live = true;
-    let frame = 0;
+    const redraw = oncePerFrame(() => {
+      if (problemsOnly.peek()) model.expandProblems(Math.max(1, minStatus.peek()));
+      bump(undefined);
+    });
     loadRoots()
       .then(async () => {
         if (params.id) await reveal(params.id);
@@ -125,13 +129,7 @@ export function Live() {
         if (focusId.peek() !== null && pathIds(change.path).includes(focusId.peek()!)) detailsStale.value += 1;
         // Changes arrive by the thousand a second under load: the model takes
         // each at once, the tree is drawn once per frame.
-        if (frame === 0) {
-          frame = requestAnimationFrame(() => {
-            frame = 0;
-            if (problemsOnly.peek()) model.expandProblems(Math.max(1, minStatus.peek()));
-            bump(undefined);
-          });
-        }
+        redraw.schedule();
       },
       (error) => {
         if (error.code === 'EVENTS_LAGGED') void refetchVisible();
@@ -140,7 +138,7 @@ export function Live() {
     const stopReconnect = onReconnect(() => void refetchVisible());
     return () => {
       live = false;
-      cancelAnimationFrame(frame);
+      redraw.cancel();
       stop();
       stopReconnect();
     };
