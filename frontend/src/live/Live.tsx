@@ -2,7 +2,7 @@
 // expanded lazily (roots plus two levels first), statuses by colour, icon
 // and label, changes flashing in place through `nodeStatusChanged`, a
 // filter that opens bad branches, and a refetch after a reconnect.
-import { useSignal } from '@preact/signals';
+import { batch, useSignal } from '@preact/signals';
 import { useLocation, useRoute } from 'preact-iso';
 import { useEffect, useMemo, useReducer, useRef } from 'preact/hooks';
 import { ApiError, connection, onReconnect, query, subscribe } from '../api/client';
@@ -106,9 +106,14 @@ export function Live() {
 
   useEffect(() => {
     let live = true;
+    let detailsTouched = false;
     const redraw = oncePerFrame(() => {
       if (problemsOnly.peek()) model.expandProblems(Math.max(1, minStatus.peek()));
-      bump(undefined);
+      batch(() => {
+        if (detailsTouched) detailsStale.value += 1;
+        detailsTouched = false;
+        bump(undefined);
+      });
     });
     loadRoots()
       .then(async () => {
@@ -126,7 +131,7 @@ export function Live() {
         const change = data.nodeStatusChanged;
         model.apply({ id: change.id, path: change.path, status: change.status, aggregatedStatus: change.aggregatedStatus });
         flashing.current.set(change.id, performance.now());
-        if (focusId.peek() !== null && pathIds(change.path).includes(focusId.peek()!)) detailsStale.value += 1;
+        if (focusId.peek() !== null && pathIds(change.path).includes(focusId.peek()!)) detailsTouched = true;
         // Changes arrive by the thousand a second under load: the model takes
         // each at once, the tree is drawn once per frame.
         redraw.schedule();
