@@ -1,6 +1,8 @@
 // Routes and the sign-in gate. The route table is `routes.json` (the
-// server answers index.html for exactly these paths); pages other than the
-// reader load on demand.
+// server answers index.html for exactly these paths); every page loads on
+// demand. The reader's chunk is asked for at once, beside the session
+// check, and evaluates in a task of its own: the entry's evaluation and the
+// reader's are two short tasks, not one long one.
 import { useEffect } from 'preact/hooks';
 import { LocationProvider, Route, Router, lazy, useLocation } from 'preact-iso';
 import type { ComponentType } from 'preact';
@@ -11,8 +13,10 @@ import { Login } from './login/Login';
 import { Shell } from './ui/Shell';
 import { Loading } from './ui/states';
 import { Toasts } from './ui/toast';
-import { Reader } from './reader/Reader';
 
+const loadReader = () => import('./reader/Reader').then((module) => module.Reader);
+void loadReader();
+const Reader = lazy(loadReader);
 const Live = lazy(() => import('./live/Live').then((module) => module.Live));
 const Resources = lazy(() => import('./live/Resources').then((module) => module.Resources));
 const Tasks = lazy(() => import('./live/Tasks').then((module) => module.Tasks));

@@ -3,6 +3,32 @@
 import { Virtualizer, elementScroll, observeElementOffset, observeElementRect, type VirtualItem } from '@tanstack/virtual-core';
 import { useLayoutEffect, useReducer, useState, type MutableRef } from 'preact/hooks';
 
+type Observe = typeof observeElementRect<HTMLElement>;
+
+/**
+ * Starts one of virtual-core's observers in the next animation frame rather
+ * than during the render's layout effects: its first reading of the
+ * element's size or scroll offset would force a layout in the middle of the
+ * render's task. In the frame, the layout is the one the frame does anyway.
+ * Until then the list uses `initialRect` and an offset of 0 (a list just
+ * mounted is at its top).
+ */
+function inNextFrame<T extends Observe | typeof observeElementOffset<HTMLElement>>(observe: T): T {
+  return ((instance: Parameters<T>[0], callback: Parameters<T>[1]) => {
+    let stop: (() => void) | undefined;
+    const frame = requestAnimationFrame(() => {
+      stop = (observe as (i: typeof instance, c: typeof callback) => (() => void) | undefined)(instance, callback);
+    });
+    return () => {
+      cancelAnimationFrame(frame);
+      stop?.();
+    };
+  }) as T;
+}
+
+const observeRectInFrame = inNextFrame(observeElementRect<HTMLElement>);
+const observeOffsetInFrame = inNextFrame(observeElementOffset<HTMLElement>);
+
 export interface VirtualList {
   rows: VirtualItem[];
   totalSize: number;
@@ -25,8 +51,8 @@ export function useVirtualList(options: {
         estimateSize: () => options.rowHeight,
         overscan: options.overscan ?? 8,
         scrollToFn: elementScroll,
-        observeElementRect,
-        observeElementOffset,
+        observeElementRect: observeRectInFrame,
+        observeElementOffset: observeOffsetInFrame,
         onChange: () => rerender(undefined),
         // Rows never change height: no measuring.
         initialRect: { width: 0, height: 800 },
