@@ -278,6 +278,8 @@ describe('reader', () => {
       await phone.page.goto('/read?show=all');
       await phone.page.getByRole('option').first().click();
       await phone.page.getByRole('button', { name: 'Back' }).waitFor();
+      // The article itself, not its loading state, is what axe should see.
+      await phone.page.locator('#article-title').waitFor();
       await expectNoAxeViolations(phone.page, `the phone article (${scheme})`);
       await screenshot(phone.page, `reader-phone-${scheme}`);
       await phone.page.getByRole('button', { name: 'Back' }).click();
