@@ -309,6 +309,23 @@ test('node status change under load: commit to paint on the live tree', async ()
       if (text.includes('nodeStatusChanged')) events += 1;
     });
   });
+  // When each status event naming the marker reaches the page, before the
+  // app sees it: commit to arrival is the server's part, arrival to paint the page's.
+  await page.addInitScript((id) => {
+    const w = window as any;
+    w.__markerArrivals = [];
+    const Native = WebSocket;
+    w.WebSocket = class extends Native {
+      constructor(...args: ConstructorParameters<typeof WebSocket>) {
+        super(...args);
+        this.addEventListener('message', (event) => {
+          if (typeof event.data !== 'string' || !event.data.includes(`"id":"${id}"`)) return;
+          const status = /"aggregatedStatus":(\d+)/.exec(event.data)?.[1];
+          if (status !== undefined) w.__markerArrivals.push({ status: Number(status), at: Date.now() });
+        });
+      }
+    };
+  }, markerNode.id);
   await page.goto(`/live/node/${markerNode.id}`);
   await page.waitForSelector('[role=treeitem][aria-label^="marker,"]');
   // Every frame's time while the load runs, and the long tasks.
@@ -331,6 +348,8 @@ test('node status change under load: commit to paint on the live tree', async ()
   const eventsBefore = events;
   const generator = startLoad(load, LOAD_RATE);
   const latencies: number[] = [];
+  const delivery: number[] = [];
+  const onPage: number[] = [];
   for (let n = 1; n <= MARKER_CHANGES; n += 1) {
     const label = ['healthy', 'degraded', 'failing', 'down'][n % 4];
     const painted = page.evaluate(
@@ -346,10 +365,20 @@ test('node status change under load: commit to paint on the live tree', async ()
         }),
       label,
     );
+    const posted = Date.now();
     const task = await postResource(`/resources/${marker.task_id}/update-a`, { patch: { health: n % 4 } });
     const paintedAt = await painted;
     const done = await waitTask(task.task_id);
-    latencies.push(paintedAt - Date.parse(done.finishedAt!));
+    const committed = Date.parse(done.finishedAt!);
+    latencies.push(paintedAt - committed);
+    const arrived = await page.evaluate(
+      ({ status, since }) => ((window as any).__markerArrivals as { status: number; at: number }[]).find((entry) => entry.status === status && entry.at >= since)?.at ?? null,
+      { status: n % 4, since: posted },
+    );
+    if (arrived !== null) {
+      delivery.push(arrived - committed);
+      onPage.push(paintedAt - arrived);
+    }
   }
   const sent = await generator.stop();
   const eventsDuring = events - eventsBefore;
@@ -366,6 +395,8 @@ test('node status change under load: commit to paint on the live tree', async ()
   record('node status under load: seconds until the load drained after it stopped', lastTask ? round((Date.parse(lastTask.finishedAt!) - Date.now()) / 1000) : null);
   record('node status under load: task end (commit) to painted row, p95 (ms)', round(percentile(latencies, 0.95)));
   record('node status under load: task end (commit) to painted row, median (ms)', round(median(latencies)));
+  record('node status under load: task end to the event reaching the page (server), p95 / median (ms)', delivery.length ? [round(percentile(delivery, 0.95)), round(median(delivery))] : null);
+  record('node status under load: event reaching the page to painted row (client), p95 / median (ms)', onPage.length ? [round(percentile(onPage, 0.95)), round(median(onPage))] : null);
   record('node status under load: frame time p95 (ms)', round(percentile(frames.frames, 0.95)));
   record('node status under load: frame time max (ms)', round(Math.max(...frames.frames)));
   record('node status under load: frames over 50 ms', frames.frames.filter((frame) => frame > 50).length);
