@@ -4,7 +4,7 @@
 // page loads nothing from third parties).
 import DOMPurify from 'dompurify';
 import { useSignal } from '@preact/signals';
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useMemo, useRef } from 'preact/hooks';
 import { ApiError, mutate, query } from '../api/client';
 import { BookmarkItemDocument, ReaderItemDocument, type ReaderItemQuery } from '../gql/graphql';
 import { prefs } from '../state/prefs';
@@ -134,8 +134,11 @@ export function Article({ id, onNext, onPrev }: { id: string; onNext: () => void
     };
   }, [onNext, onPrev]);
 
-  if (error.value) return <Failed error={error.value} />;
   const full = item.value;
+  // Sanitized once per article: the pane re-renders on every j/k (its id
+  // changes before the next article arrives) and on every read/star change.
+  const html = useMemo(() => (full ? clean(full.content) : ''), [full]);
+  if (error.value) return <Failed error={error.value} />;
   if (!full) return <Loading label="Loading the article…" />;
   // The list (or, when it could not load, the open article's marks) holds
   // the live read/star state.
@@ -187,7 +190,7 @@ export function Article({ id, onNext, onPrev }: { id: string; onNext: () => void
         {feed && <span>{feed.name}</span>}
         <time dateTime={full.pubDate}>{date.toLocaleString()}</time>
       </div>
-      <div class="content" dangerouslySetInnerHTML={{ __html: clean(full.content) }} />
+      <div class="content" dangerouslySetInnerHTML={{ __html: html }} />
     </article>
   );
 }
