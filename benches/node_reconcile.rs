@@ -234,9 +234,12 @@ impl Lab {
     /// transaction first locks the `resources` scope's row, as a stage's
     /// generation check does, so it never overlaps a task's stage (the
     /// periodic reconciliation may be running).
-    async fn reconcile_phase(&self, phase: usize) -> u64 {
+    /// One phase run directly: its statements and its time in ms
+    /// (commit included).
+    async fn reconcile_phase(&self, phase: usize) -> (u64, f64) {
         let config = &self.pipeline.config;
         let engine = self.pipeline.engine.as_ref();
+        let started = Instant::now();
         let txn = self.direct.begin().await.expect("begin");
         lock_scope(&txn).await;
         let before = self.statements.load(Ordering::Relaxed);
@@ -246,12 +249,14 @@ impl Lab {
             .expect("phase");
         let statements = self.statements.load(Ordering::Relaxed) - before;
         txn.commit().await.expect("commit");
-        statements
+        let ms = (started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;
+        (statements, ms)
     }
 
-    /// Statements of each phase when one leaf's status changes, run
-    /// directly (the runner adds a fixed few per stage around them).
-    async fn leaf_statements(&self, id: Uuid) -> Vec<u64> {
+    /// Statements and time (ms) of each phase when one leaf's status
+    /// changes, run directly (the runner adds a fixed few per stage around
+    /// them).
+    async fn leaf_statements(&self, id: Uuid) -> Vec<(u64, f64)> {
         let txn = self.direct.begin().await.expect("begin");
         lock_scope(&txn).await;
         txn.execute_raw(Statement::from_sql_and_values(
@@ -408,8 +413,9 @@ async fn run(postgres: bool, instances: usize, updates: usize, concurrent: usize
 
     let statements = lab.leaf_statements(ids[0]).await;
     println!(
-        "{name}: statements per phase (orphans, topology, properties, aggregated status) for a \
-         leaf change: {statements:?} with {nodes} nodes, {small_statements:?} with {small_nodes} nodes"
+        "{name}: (statements, ms) per phase (orphans, topology, properties, aggregated status) \
+         for a leaf change, run directly: {statements:?} with {nodes} nodes, \
+         {small_statements:?} with {small_nodes} nodes"
     );
     let (p50, p99) = sequential(&lab, &ids, updates).await;
     println!("{name}: leaf Update A, request → SUCCEEDED: p50 {p50:.1} ms, p99 {p99:.1} ms");
@@ -683,6 +689,13 @@ async fn through_the_api(
     println!(
         "{name}: leaf Update A, request → visible in the tree: p50 {p50:.1} ms, p95 {p95:.1} ms \
          ({samples} samples)"
+    );
+    // The same phases run directly on this tree, without the runner: what
+    // of the latency is the tree's, and what the task's bookkeeping.
+    let phases = lab.leaf_statements(ids[0]).await;
+    println!(
+        "{name}: (statements, ms) per phase (orphans, topology, properties, aggregated status) \
+         for a leaf change, run directly on the tree built through the API: {phases:?}"
     );
 
     // (b) sustained load on one leaf, a marker on another.
