@@ -35,6 +35,7 @@ mod m20261204_000023_gateway_events;
 mod m20261204_000024_oidc;
 mod m20261204_000025_bookmark_authors_enclosures;
 mod m20261204_000026_item_rank_index;
+mod m20261204_000027_resource_nodes_leaf_index;
 
 pub struct Migrator;
 
@@ -68,6 +69,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261204_000024_oidc::Migration),
             Box::new(m20261204_000025_bookmark_authors_enclosures::Migration),
             Box::new(m20261204_000026_item_rank_index::Migration),
+            Box::new(m20261204_000027_resource_nodes_leaf_index::Migration),
         ]
     }
 }
