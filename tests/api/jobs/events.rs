@@ -199,11 +199,15 @@ async fn the_events_of_one_task_write_are_delivered_one_by_one(backend: Backend)
     }
 
     // Their QUEUED events, in order, each once (later ones may follow as
-    // the workers run them).
+    // the workers run them, and a periodic task's may come between).
+    let ours: Vec<String> = ids.iter().map(ToString::to_string).collect();
     let mut queued = Vec::new();
     while queued.len() < 3 {
         let event = next(&mut socket).await.unwrap()["payload"]["data"]["events"].clone();
-        if event["payload"]["status"] == "QUEUED" {
+        let mine = event["aggregateId"]
+            .as_str()
+            .is_some_and(|id| ours.iter().any(|our| our == id));
+        if mine && event["payload"]["status"] == "QUEUED" {
             queued.push(event);
         }
     }
