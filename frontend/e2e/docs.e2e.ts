@@ -8,7 +8,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { cookieOf, expectNoAxeViolations, gql, launchBrowser, openSession, screenshot, signIn, startServer, type Session, type TrellisServer } from './harness';
+import { closeLoopback, cookieOf, expectNoAxeViolations, gql, launchBrowser, listenLoopback, openSession, screenshot, signIn, startServer, type Session, type TrellisServer } from './harness';
 
 const ROOT = '11111111-1111-1111-1111-111111111111';
 const CHILD = '22222222-2222-2222-2222-222222222222';
@@ -52,15 +52,12 @@ class FakeNotion {
   readonly requests: string[] = [];
 
   async start(): Promise<this> {
-    await new Promise<void>((done) => this.server.listen(0, '127.0.0.1', done));
-    const address = this.server.address();
-    if (!address || typeof address === 'string') throw new Error('no address');
-    this.url = `http://127.0.0.1:${address.port}`;
+    this.url = await listenLoopback(this.server);
     return this;
   }
 
   stop(): Promise<void> {
-    return new Promise((done) => this.server.close(() => done()));
+    return closeLoopback(this.server);
   }
 
   private json(response: ServerResponse, status: number, body: unknown) {
