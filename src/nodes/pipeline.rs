@@ -169,11 +169,12 @@ impl TaskHandler for ResourceTask {
                         // Every phase of this pass ran after its mutation
                         // stage and took all the work marked before it, so
                         // what the pass covers is now in the tree.
-                        store::record_reconciled(txn, ops::SCOPE, covers).await?;
+                        let before = store::record_reconciled(txn, ops::SCOPE, covers).await?;
                         // Their work is done: the tasks waiting in the queue
                         // end now, not when a worker gets to them.
                         let failed = reconcile::queued_rejections(txn).await?;
-                        store::end_covered(txn, ops::SCOPE, covers, &failed).await?;
+                        store::end_covered(txn, ops::SCOPE, before + 1..=covers, &failed)
+                            .await?;
                     }
                     report
                 }

@@ -312,18 +312,36 @@ pub async fn generations(db: &impl ConnectionTrait, scope: &str) -> AppResult<Ge
 }
 
 /// Records that the scope's work is done up to `generation` (never moving
-/// back), in the transaction that did the last of it.
+/// back), in the transaction that did the last of it. Returns the
+/// generation that was reconciled before (the scope's row stays locked
+/// until the transaction ends, so no other pass records in between).
 pub async fn record_reconciled(
     txn: &impl ConnectionTrait,
     scope: &str,
     generation: i64,
-) -> AppResult<()> {
-    txn.execute_raw(crate::db::stmt(
-        txn,
-        "UPDATE task_scopes SET reconciled_generation = $2 \
-         WHERE scope = $1 AND reconciled_generation < $2",
-        vec![scope.into(), generation.into()],
-    ))
-    .await?;
-    Ok(())
+) -> AppResult<i64> {
+    let lock = if txn.get_database_backend() == DbBackend::Postgres {
+        " FOR UPDATE"
+    } else {
+        ""
+    };
+    let before = txn
+        .query_one_raw(crate::db::stmt(
+            txn,
+            format!("SELECT reconciled_generation FROM task_scopes WHERE scope = $1{lock}"),
+            vec![scope.into()],
+        ))
+        .await?
+        .map(|row| row.try_get::<i64>("", "reconciled_generation"))
+        .transpose()?
+        .unwrap_or(0);
+    if before < generation {
+        txn.execute_raw(crate::db::stmt(
+            txn,
+            "UPDATE task_scopes SET reconciled_generation = $2 WHERE scope = $1",
+            vec![scope.into(), generation.into()],
+        ))
+        .await?;
+    }
+    Ok(before)
 }
