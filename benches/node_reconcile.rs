@@ -101,6 +101,8 @@ struct Lab {
     viewer: Viewer,
     statements: Arc<AtomicU64>,
     node_deletes: Arc<AtomicU64>,
+    /// The server's statements, timed while `profiling` is on.
+    profile: Arc<StatementProfile>,
     stop: tokio::sync::watch::Sender<bool>,
     handles: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -119,7 +121,10 @@ async fn lab(url: &str, dir: &std::path::Path) -> Lab {
     ];
     let cli = Cli::try_parse_from(args).expect("bench config");
     let config = cli.config;
-    let db = trellis::db::connect(&config).await.expect("database");
+    let mut db = trellis::db::connect(&config).await.expect("database");
+    let profile = Arc::new(StatementProfile::default());
+    let recorder = profile.clone();
+    db.set_metric_callback(move |info| recorder.record(&info.statement.sql, info.elapsed));
     // The same settings as the server's pool (SQLite's busy timeout).
     let mut direct = trellis::db::connect(&config).await.expect("database");
     let statements = Arc::new(AtomicU64::new(0));
@@ -176,6 +181,7 @@ async fn lab(url: &str, dir: &std::path::Path) -> Lab {
         },
         statements,
         node_deletes,
+        profile,
         stop,
         handles,
     }
@@ -577,6 +583,81 @@ async fn until_visible(db: &DatabaseConnection, id: Uuid, health: i64, since: In
     }
 }
 
+/// Where the server's statements spend their time: per statement text (its
+/// first 100 characters), how many ran and their total milliseconds, while
+/// `on`. The time includes waiting for a lock or for SQLite's writer.
+#[derive(Default)]
+struct StatementProfile {
+    on: std::sync::atomic::AtomicBool,
+    seen: std::sync::Mutex<std::collections::HashMap<String, (u64, f64)>>,
+}
+
+impl StatementProfile {
+    fn record(&self, sql: &str, elapsed: Duration) {
+        if !self.on.load(Ordering::Relaxed) {
+            return;
+        }
+        let key: String = sql.chars().take(100).collect();
+        let mut seen = self.seen.lock().expect("profile");
+        let entry = seen.entry(key).or_default();
+        entry.0 += 1;
+        entry.1 += elapsed.as_secs_f64() * 1000.0;
+    }
+
+    /// The `top` statements by total time, as lines.
+    fn report(&self, top: usize) -> Vec<String> {
+        let seen = self.seen.lock().expect("profile");
+        let mut rows: Vec<_> = seen.iter().collect();
+        rows.sort_by(|a, b| b.1.1.total_cmp(&a.1.1));
+        rows.into_iter()
+            .take(top)
+            .map(|(sql, (count, total))| {
+                format!("{total:9.1} ms {count:6}× {:6.2} ms  {sql}", total / *count as f64)
+            })
+            .collect()
+    }
+}
+
+/// Polls the tree and the task until the resource's leaf shows `health`:
+/// the time it took, and when (ms after `since`) the task was first seen
+/// with each number of stages done (index = stages done; NaN if never seen
+/// at that count between two polls).
+async fn until_visible_traced(
+    db: &DatabaseConnection,
+    id: Uuid,
+    task: Uuid,
+    health: i64,
+    since: Instant,
+) -> (f64, Vec<f64>) {
+    let mut seen = vec![f64::NAN; pipeline::STAGES.len() + 1];
+    loop {
+        let row = db
+            .query_one_raw(Statement::from_sql_and_values(
+                db.get_database_backend(),
+                "SELECT stages_done, status FROM tasks WHERE id = $1",
+                vec![task.into()],
+            ))
+            .await
+            .expect("task row")
+            .expect("the task");
+        let done: i32 = row.try_get("", "stages_done").expect("stages_done");
+        let now = since.elapsed().as_secs_f64() * 1000.0;
+        if let Some(slot) = seen.get_mut(done.max(0) as usize)
+            && slot.is_nan()
+        {
+            *slot = now;
+        }
+        if leaf_status(db, id).await == Some(health) {
+            return (now, seen);
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(300),
+            "{id} never showed {health}"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 /// Update A on `hot` at `rate` per second for `seconds`, and a marker update
 /// on `marker` two seconds in: the marker's lag to the tree (ms), and the
 /// rate achieved.
@@ -674,12 +755,22 @@ async fn through_the_api(
 
     // (a) a leaf change until it shows in the tree.
     let mut latencies = Vec::with_capacity(samples);
+    let mut timelines: Vec<Vec<f64>> = vec![Vec::new(); pipeline::STAGES.len() + 1];
+    let mut accepted_ms = Vec::with_capacity(samples);
+    lab.profile.on.store(true, Ordering::Relaxed);
     for n in 0..samples {
         let id = ids[(n * 7919 + 13) % ids.len()];
         let health = 1 + (n % 3) as i64;
         let since = Instant::now();
-        submitter.update_a(id, health).await;
-        latencies.push(until_visible(&lab.db, id, health, since).await);
+        let task = submitter.update_a(id, health).await;
+        accepted_ms.push(since.elapsed().as_secs_f64() * 1000.0);
+        let (latency, seen) = until_visible_traced(&lab.db, id, task, health, since).await;
+        latencies.push(latency);
+        for (stages_done, at) in seen.into_iter().enumerate() {
+            if !at.is_nan() {
+                timelines[stages_done].push(at);
+            }
+        }
         // Back to healthy, so the next sample's change is a change.
         submitter.update_a(id, 0).await;
         until_visible(&lab.db, id, 0, Instant::now()).await;
@@ -690,6 +781,27 @@ async fn through_the_api(
         "{name}: leaf Update A, request → visible in the tree: p50 {p50:.1} ms, p95 {p95:.1} ms \
          ({samples} samples)"
     );
+    lab.profile.on.store(false, Ordering::Relaxed);
+    println!("{name}: the server's statements during (a), by total time (the bench's own polling included):");
+    for line in lab.profile.report(14) {
+        println!("    {line}");
+    }
+    // Where the request's time goes: the submission, then when the task
+    // was first seen with each number of stages done (medians).
+    accepted_ms.sort_by(f64::total_cmp);
+    let mut stage_line = format!("submitted {:.1}", percentile(&accepted_ms, 50.0));
+    for (stages_done, mut times) in timelines.into_iter().enumerate() {
+        if times.is_empty() {
+            continue;
+        }
+        times.sort_by(f64::total_cmp);
+        let label = match stages_done {
+            0 => "queued",
+            done => pipeline::STAGES[done - 1],
+        };
+        stage_line += &format!(", {label} {:.1}", percentile(&times, 50.0));
+    }
+    println!("{name}: median ms from the request until the task showed each stage done: {stage_line}");
     // The same phases run directly on this tree, without the runner: what
     // of the latency is the tree's, and what the task's bookkeeping.
     let phases = lab.leaf_statements(ids[0]).await;
