@@ -208,6 +208,25 @@ pub async fn begin_write(db: &DatabaseConnection) -> Result<WriteTxn, DbErr> {
     Ok(WriteTxn { txn, _turn: turn })
 }
 
+/// Runs one writing statement on its own. On SQLite it goes through
+/// [`begin_write`], taking the writer's turn like every write transaction:
+/// a write outside the gate waits in SQLite's busy handler instead, which
+/// sleeps between tries (up to 100 ms each) while the gate's transactions
+/// keep the lock busy (the outbox publisher's position was saved 100 ms
+/// late under a stream of stage commits). Elsewhere it runs as it is.
+pub async fn execute_write(
+    db: &DatabaseConnection,
+    statement: Statement,
+) -> Result<sea_orm::ExecResult, DbErr> {
+    if db.get_database_backend() != DbBackend::Sqlite {
+        return db.execute_raw(statement).await;
+    }
+    let txn = begin_write(db).await?;
+    let result = txn.execute_raw(statement).await?;
+    txn.commit().await?;
+    Ok(result)
+}
+
 /// An entity whose rows belong to one user, by an integer id.
 pub trait Owned: sea_orm::EntityTrait {
     /// What the row is, for `NOT_FOUND` (`"feed"`, `"item"`…).

@@ -173,8 +173,7 @@ impl TaskHandler for ResourceTask {
                         // Their work is done: the tasks waiting in the queue
                         // end now, not when a worker gets to them.
                         let failed = reconcile::queued_rejections(txn).await?;
-                        store::end_covered(txn, ops::SCOPE, before + 1..=covers, &failed)
-                            .await?;
+                        store::end_covered(txn, ops::SCOPE, before + 1..=covers, &failed).await?;
                     }
                     report
                 }

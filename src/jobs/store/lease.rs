@@ -19,13 +19,13 @@ pub async fn renew_lease(
 ) -> AppResult<Heartbeat> {
     let now = Utc::now();
     let expires = now + chrono::Duration::from_std(lease).map_err(AppError::internal)?;
-    let updated = task::Entity::update_many()
+    let renew = task::Entity::update_many()
         .col_expr(task::Column::LeaseExpiresAt, Expr::value(expires))
         .col_expr(task::Column::HeartbeatAt, Expr::value(now))
         .filter(held_by(id, worker))
-        .exec(db)
-        .await?;
-    if updated.rows_affected == 0 {
+        .build(db.get_database_backend());
+    let updated = crate::db::execute_write(db, renew).await?;
+    if updated.rows_affected() == 0 {
         return Ok(Heartbeat::Lost);
     }
     let cancel_requested = task::Entity::find_by_id(id)
