@@ -264,21 +264,33 @@ pub async fn advance_generation(
 /// The scope's latest generation. On PostgreSQL the row is share-locked, so
 /// no newer generation can commit before this transaction does.
 pub async fn current_generation(txn: &impl ConnectionTrait, scope: &str) -> AppResult<i64> {
-    let backend = txn.get_database_backend();
-    let lock = if backend == DbBackend::Postgres {
-        " FOR SHARE"
+    locked_scope_column(txn, scope, "generation", "FOR SHARE").await
+}
+
+/// One generation column of the scope's row (zero for a scope never used),
+/// the row locked on PostgreSQL with `lock` (`FOR SHARE`, `FOR UPDATE`)
+/// until the transaction ends; SQLite's write transaction already holds
+/// the database.
+async fn locked_scope_column(
+    txn: &impl ConnectionTrait,
+    scope: &str,
+    column: &str,
+    lock: &str,
+) -> AppResult<i64> {
+    let lock = if txn.get_database_backend() == DbBackend::Postgres {
+        format!(" {lock}")
     } else {
-        ""
+        String::new()
     };
     let row = txn
         .query_one_raw(crate::db::stmt(
             txn,
-            format!("SELECT generation FROM task_scopes WHERE scope = $1{lock}"),
+            format!("SELECT {column} FROM task_scopes WHERE scope = $1{lock}"),
             vec![scope.into()],
         ))
         .await?;
     Ok(match row {
-        Some(row) => row.try_get::<i64>("", "generation")?,
+        Some(row) => row.try_get::<i64>("", column)?,
         None => 0,
     })
 }
@@ -320,21 +332,7 @@ pub async fn record_reconciled(
     scope: &str,
     generation: i64,
 ) -> AppResult<i64> {
-    let lock = if txn.get_database_backend() == DbBackend::Postgres {
-        " FOR UPDATE"
-    } else {
-        ""
-    };
-    let before = txn
-        .query_one_raw(crate::db::stmt(
-            txn,
-            format!("SELECT reconciled_generation FROM task_scopes WHERE scope = $1{lock}"),
-            vec![scope.into()],
-        ))
-        .await?
-        .map(|row| row.try_get::<i64>("", "reconciled_generation"))
-        .transpose()?
-        .unwrap_or(0);
+    let before = locked_scope_column(txn, scope, "reconciled_generation", "FOR UPDATE").await?;
     if before < generation {
         txn.execute_raw(crate::db::stmt(
             txn,
